@@ -1,0 +1,28 @@
+//! The kit every NanoHermes tool server shares.
+//!
+//! A tool server is an rmcp `ServerHandler` confined to one workspace root.
+//! This crate gives each server the same four things, so that a server crate
+//! holds only its tools:
+//!
+//! - [`workspace`]: resolve a path from the model to a canonical path inside
+//!   the root, or refuse it with a message the model can act on;
+//! - [`clamp`]: cap tool output on a char boundary and say how much was cut;
+//! - [`serve`]: the shared flags (`--root`, `--http`, `--max-output`,
+//!   `--print-schema`) and the serve entry for stdio or streamable HTTP;
+//! - [`in_process`] and [`schema`]: connect an MCP client to a handler inside
+//!   the same process (the agent's built-in servers, every unit test) and
+//!   generate or check the committed `schemas/NAME.json`.
+//!
+//! Tool failures are results with `isError: true` and a message for the
+//! model; JSON-RPC errors are left to rmcp for what the MCP spec makes
+//! protocol errors (unknown tool, invalid params).
+
+pub mod clamp;
+pub mod in_process;
+pub mod schema;
+pub mod serve;
+pub mod workspace;
+
+pub use clamp::{DEFAULT_MAX_OUTPUT, clamp, clamp_head_tail};
+pub use serve::{ServeArgs, ToolContext};
+pub use workspace::{PathError, Workspace};

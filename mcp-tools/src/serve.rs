@@ -1,0 +1,196 @@
+//! One set of server flags and one serve entry, so every server binary's
+//! `main` is a few lines.
+//!
+//! Stdout belongs to the protocol on stdio: logs go to stderr only, through
+//! `tracing`, filtered by `NANOHERMES_LOG` (default `warn`).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, CommandFactory, FromArgMatches, Parser};
+use rmcp::ServerHandler;
+use rmcp::service::{RoleServer, Service, ServiceExt};
+
+use crate::clamp::DEFAULT_MAX_OUTPUT;
+use crate::workspace::Workspace;
+
+/// The flags every tool server takes. Flatten it into a server's own
+/// `clap::Parser` when the server has flags of its own.
+#[derive(Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// Workspace root the server is confined to.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub root: PathBuf,
+    /// Serve MCP over streamable HTTP at http://ADDR/mcp instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+    /// Largest tool result, in bytes; longer output is clamped with a note.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_OUTPUT)]
+    pub max_output: usize,
+    /// Print the server's tools/list as JSON and exit.
+    #[arg(long)]
+    pub print_schema: bool,
+}
+
+/// What a tool server needs from its flags: where it may act and how much
+/// it may say.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The root every path is confined to.
+    pub workspace: Workspace,
+    /// Cap on a tool result, in bytes.
+    pub max_output: usize,
+}
+
+impl ToolContext {
+    /// A context rooted at `root` with the default output cap.
+    pub fn new(root: impl AsRef<std::path::Path>) -> std::io::Result<Self> {
+        Ok(Self {
+            workspace: Workspace::new(root)?,
+            max_output: DEFAULT_MAX_OUTPUT,
+        })
+    }
+}
+
+impl ServeArgs {
+    /// Opens the workspace the flags name.
+    pub fn context(&self) -> anyhow::Result<ToolContext> {
+        let workspace = Workspace::new(&self.root).map_err(|e| {
+            anyhow::anyhow!("cannot open workspace root {}: {e}", self.root.display())
+        })?;
+        Ok(ToolContext {
+            workspace,
+            max_output: self.max_output,
+        })
+    }
+}
+
+#[derive(Parser)]
+struct PlainCli {
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+/// The whole `main` of a server with no flags beyond [`ServeArgs`]: parses
+/// the command line, builds the handler and serves it.
+pub fn main<S>(
+    name: &'static str,
+    about: &'static str,
+    make: impl FnOnce(ToolContext) -> anyhow::Result<S>,
+) -> ExitCode
+where
+    S: ServerHandler + Service<RoleServer> + Clone + Send + Sync + 'static,
+{
+    let command = PlainCli::command()
+        .name(name)
+        .about(about)
+        .version(env!("CARGO_PKG_VERSION"));
+    let cli = match PlainCli::from_arg_matches(&command.get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    let handler = match cli.serve.context().and_then(make) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("{name}: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    run(name, &cli.serve, handler)
+}
+
+/// Serves `handler` as the flags say: prints the schema, or serves stdio
+/// (default) or streamable HTTP. Returns the process exit code.
+pub fn run<S>(name: &'static str, args: &ServeArgs, handler: S) -> ExitCode
+where
+    S: ServerHandler + Service<RoleServer> + Clone + Send + Sync + 'static,
+{
+    init_logging();
+    // One thread is enough for a tool server and keeps calls cheap
+    // (notes/rmcp-3.11.md §4: current-thread halves the per-call latency);
+    // blocking work goes to tokio's blocking pool.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{name}: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(async {
+        if args.print_schema {
+            print_schema(name, handler).await
+        } else if let Some(addr) = args.http {
+            serve_http(name, addr, handler).await
+        } else {
+            serve_stdio(handler).await
+        }
+    });
+    // Blocking tasks (a stuck read, say) must not hold the exit back.
+    runtime.shutdown_background();
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{name}: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn print_schema<S>(name: &str, handler: S) -> anyhow::Result<()>
+where
+    S: ServerHandler + Service<RoleServer>,
+{
+    use std::io::Write;
+    let document = crate::schema::tools_document(name, handler).await?;
+    std::io::stdout().write_all(crate::schema::render(&document).as_bytes())?;
+    Ok(())
+}
+
+async fn serve_stdio<S>(handler: S) -> anyhow::Result<()>
+where
+    S: ServerHandler + Service<RoleServer>,
+{
+    let running = handler.serve(rmcp::transport::stdio_pipes()).await?;
+    running.waiting().await?;
+    Ok(())
+}
+
+async fn serve_http<S>(name: &str, addr: SocketAddr, handler: S) -> anyhow::Result<()>
+where
+    S: ServerHandler + Service<RoleServer> + Clone + Send + Sync + 'static,
+{
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    };
+    let ct = tokio_util::sync::CancellationToken::new();
+    let config = StreamableHttpServerConfig::default().with_cancellation_token(ct.child_token());
+    let service = StreamableHttpService::new(
+        move || Ok(handler.clone()),
+        LocalSessionManager::default().into(),
+        config,
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    tracing::info!("{name} serving MCP at http://{}/mcp", listener.local_addr()?);
+    eprintln!("{name}: serving MCP at http://{}/mcp", listener.local_addr()?);
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            let _ = tokio::signal::ctrl_c().await;
+            ct.cancel();
+        })
+        .await?;
+    Ok(())
+}
+
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("NANOHERMES_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
