@@ -1,0 +1,1 @@
+//! MCP client hub (being written).
