@@ -1,0 +1,3 @@
+//! grep vs rg benchmark (being written).
+
+fn main() {}

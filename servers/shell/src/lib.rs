@@ -1,0 +1,1 @@
+//! The shell MCP server (being written).

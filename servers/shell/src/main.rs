@@ -1,0 +1,3 @@
+//! `nanohermes-shell` (being written).
+
+fn main() {}
