@@ -145,7 +145,10 @@ where
     S: ServerHandler + Service<RoleServer>,
 {
     use std::io::Write;
-    let document = crate::schema::tools_document(name, handler).await?;
+    // Same document as the committed schemas/NAME.json, which is keyed by
+    // the short name.
+    let short = name.strip_prefix("nanohermes-").unwrap_or(name);
+    let document = crate::schema::tools_document(short, handler).await?;
     std::io::stdout().write_all(crate::schema::render(&document).as_bytes())?;
     Ok(())
 }
@@ -175,8 +178,14 @@ where
     );
     let router = axum::Router::new().nest_service("/mcp", service);
     let listener = tokio::net::TcpListener::bind(addr).await?;
-    tracing::info!("{name} serving MCP at http://{}/mcp", listener.local_addr()?);
-    eprintln!("{name}: serving MCP at http://{}/mcp", listener.local_addr()?);
+    tracing::info!(
+        "{name} serving MCP at http://{}/mcp",
+        listener.local_addr()?
+    );
+    eprintln!(
+        "{name}: serving MCP at http://{}/mcp",
+        listener.local_addr()?
+    );
     axum::serve(listener, router)
         .with_graceful_shutdown(async move {
             let _ = tokio::signal::ctrl_c().await;
@@ -188,7 +197,8 @@ where
 
 fn init_logging() {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("NANOHERMES_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    let filter =
+        EnvFilter::try_from_env("NANOHERMES_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -103,7 +103,8 @@ impl Workspace {
         // existing component that is a symlink is followed at once, so a later
         // `..` pops a real directory, never the link's name.
         let mut resolved = self.root.clone();
-        let mut exists = true;
+        // How many trailing components of `resolved` do not exist.
+        let mut missing = 0usize;
         for component in path.components() {
             match component {
                 Component::Prefix(_) => return Err(self.escapes(&shown)),
@@ -111,11 +112,13 @@ impl Workspace {
                 Component::CurDir => {}
                 Component::ParentDir => {
                     resolved.pop();
+                    missing = missing.saturating_sub(1);
                 }
                 Component::Normal(name) => {
                     resolved.push(name);
-                    if !exists {
+                    if missing > 0 {
                         // Below a missing directory nothing is a symlink.
+                        missing += 1;
                         continue;
                     }
                     match resolved.symlink_metadata() {
@@ -129,7 +132,7 @@ impl Workspace {
                             };
                         }
                         Ok(_) => {}
-                        Err(e) if e.kind() == io::ErrorKind::NotFound => exists = false,
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => missing = 1,
                         Err(e) => return Err(PathError::Io(shown, e.to_string())),
                     }
                 }
@@ -171,8 +174,14 @@ mod tests {
         let (_d, ws) = ws();
         std::fs::create_dir(ws.root().join("src")).unwrap();
         assert_eq!(ws.resolve("src").unwrap(), ws.root().join("src"));
-        assert_eq!(ws.resolve("src/new.rs").unwrap(), ws.root().join("src/new.rs"));
-        assert_eq!(ws.resolve("a/b/c.txt").unwrap(), ws.root().join("a/b/c.txt"));
+        assert_eq!(
+            ws.resolve("src/new.rs").unwrap(),
+            ws.root().join("src/new.rs")
+        );
+        assert_eq!(
+            ws.resolve("a/b/c.txt").unwrap(),
+            ws.root().join("a/b/c.txt")
+        );
         assert_eq!(ws.resolve(".").unwrap(), ws.root());
         assert_eq!(ws.resolve("src/../x").unwrap(), ws.root().join("x"));
     }
@@ -188,9 +197,33 @@ mod tests {
     fn escapes_are_refused_with_a_message_naming_the_path() {
         let (_d, ws) = ws();
         let err = ws.resolve("../x").unwrap_err();
-        assert!(err.to_string().starts_with("path escapes the workspace root: ../x"));
-        assert!(matches!(ws.resolve("/etc/passwd"), Err(PathError::Escapes(..))));
-        assert!(matches!(ws.resolve("nope/../../x"), Err(PathError::Escapes(..))));
+        assert!(
+            err.to_string()
+                .starts_with("path escapes the workspace root: ../x")
+        );
+        assert!(matches!(
+            ws.resolve("/etc/passwd"),
+            Err(PathError::Escapes(..))
+        ));
+        assert!(matches!(
+            ws.resolve("nope/../../x"),
+            Err(PathError::Escapes(..))
+        ));
+    }
+
+    #[test]
+    fn a_missing_directory_does_not_hide_a_later_symlink() {
+        let (dir, ws) = ws();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("link")).unwrap();
+        assert!(matches!(
+            ws.resolve("nope/../link/x"),
+            Err(PathError::Escapes(..))
+        ));
+        assert!(matches!(
+            ws.resolve("a/b/../../link/x"),
+            Err(PathError::Escapes(..))
+        ));
     }
 
     #[test]

@@ -1,0 +1,405 @@
+//! The rmcp handler: tool declarations, argument types, and the glue that
+//! confines paths, runs the blocking file work off the async thread and
+//! turns outcomes into tool results.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use mcp_tools::ToolContext;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{ServerHandler, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::atomic::write_atomic;
+use crate::read::{DEFAULT_LIMIT, ReadRequest, io_message};
+use crate::{edit, list, patch, read};
+
+/// Arguments of `read_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ReadFileArgs {
+    /// File to read, relative to the workspace root.
+    pub path: String,
+    /// First line to return, 1-based. Default 1.
+    #[serde(default)]
+    pub offset: Option<usize>,
+    /// Most lines to return. Default 2000.
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// Arguments of `write_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct WriteFileArgs {
+    /// File to write, relative to the workspace root. Missing parent directories are created.
+    pub path: String,
+    /// The complete new content of the file.
+    pub content: String,
+}
+
+/// Arguments of `edit_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct EditFileArgs {
+    /// File to edit, relative to the workspace root.
+    pub path: String,
+    /// Exact text to replace, whitespace and indentation included. Must occur exactly once unless replace_all is true.
+    pub old_string: String,
+    /// Text to put in its place.
+    pub new_string: String,
+    /// Replace every occurrence instead of requiring a unique one. Default false.
+    #[serde(default)]
+    pub replace_all: Option<bool>,
+}
+
+/// Arguments of `apply_patch`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ApplyPatchArgs {
+    /// A unified diff (git style): one or more files, each with `--- a/PATH` and `+++ b/PATH` lines (`/dev/null` to create or delete) and `@@` hunks.
+    pub patch: String,
+}
+
+/// Arguments of `list_dir`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ListDirArgs {
+    /// Directory to list, relative to the workspace root. Default: the root.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// How many levels to descend, 1 to 10. Default 2.
+    #[serde(default)]
+    pub depth: Option<usize>,
+    /// Also list files ignored by .gitignore and .ignore. Default false.
+    #[serde(default)]
+    pub include_ignored: Option<bool>,
+}
+
+const DEFAULT_DEPTH: usize = 2;
+const MAX_DEPTH: usize = 10;
+
+/// The files MCP server. Cheap to clone: clones share one context.
+#[derive(Clone)]
+pub struct FilesServer {
+    ctx: Arc<ToolContext>,
+    tool_router: ToolRouter<Self>,
+}
+
+#[tool_router]
+impl FilesServer {
+    /// A server confined to `ctx.workspace`, with results capped at `ctx.max_output`.
+    pub fn new(ctx: ToolContext) -> Self {
+        Self {
+            ctx: Arc::new(ctx),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// Read a text file. Returns lines numbered from 1 (`number<TAB>text`), 2000 lines by default; use offset and limit for long files.
+    #[tool(annotations(
+        title = "Read file",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn read_file(
+        &self,
+        Parameters(args): Parameters<ReadFileArgs>,
+    ) -> Result<String, String> {
+        let path = self.resolve(&args.path)?;
+        if args.offset == Some(0) {
+            return Err("offset is 1-based: the first line is offset=1".into());
+        }
+        if args.limit == Some(0) {
+            return Err("limit must be at least 1".into());
+        }
+        let request = ReadRequest {
+            offset: args.offset.unwrap_or(1),
+            limit: args.limit.unwrap_or(DEFAULT_LIMIT),
+            windowed: args.offset.is_some() || args.limit.is_some(),
+            max_output: self.ctx.max_output,
+        };
+        blocking(move || read::read_window(&path, &args.path, &request)).await
+    }
+
+    /// Create or overwrite a file with the given content. The write is atomic; parent directories are created.
+    #[tool(annotations(
+        title = "Write file",
+        read_only_hint = false,
+        destructive_hint = true,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn write_file(
+        &self,
+        Parameters(args): Parameters<WriteFileArgs>,
+    ) -> Result<String, String> {
+        let path = self.resolve(&args.path)?;
+        blocking(move || {
+            if path.is_dir() {
+                return Err(format!("{} is a directory; give a file path", args.path));
+            }
+            let existed = path.exists();
+            write_atomic(&path, args.content.as_bytes()).map_err(|e| io_message(&args.path, &e))?;
+            let verb = if existed { "overwrote" } else { "created" };
+            Ok(format!(
+                "{verb} {} ({} bytes)",
+                args.path,
+                args.content.len()
+            ))
+        })
+        .await
+    }
+
+    /// Replace an exact string in a file. old_string must match the file exactly and occur once, unless replace_all is true. Read the file first.
+    #[tool(annotations(
+        title = "Edit file",
+        read_only_hint = false,
+        destructive_hint = true,
+        idempotent_hint = false,
+        open_world_hint = false
+    ))]
+    async fn edit_file(
+        &self,
+        Parameters(args): Parameters<EditFileArgs>,
+    ) -> Result<String, String> {
+        let path = self.resolve(&args.path)?;
+        blocking(move || {
+            let text = read_text(&path, &args.path)?;
+            let replace_all = args.replace_all.unwrap_or(false);
+            let (new_text, count) = edit::replace_exact(
+                &text,
+                &args.old_string,
+                &args.new_string,
+                replace_all,
+                &args.path,
+            )?;
+            write_atomic(&path, new_text.as_bytes()).map_err(|e| io_message(&args.path, &e))?;
+            let (first, last) = edit::first_edit_lines(&text, &args.old_string, &args.new_string);
+            let plural = if count == 1 { "" } else { "s" };
+            Ok(format!(
+                "edited {}: replaced {count} occurrence{plural} (first at lines {first}-{last})",
+                args.path
+            ))
+        })
+        .await
+    }
+
+    /// Apply a unified diff to one or more files (create, modify, delete, rename). All or nothing: if any hunk fails, no file changes.
+    #[tool(annotations(
+        title = "Apply patch",
+        read_only_hint = false,
+        destructive_hint = true,
+        idempotent_hint = false,
+        open_world_hint = false
+    ))]
+    async fn apply_patch(
+        &self,
+        Parameters(args): Parameters<ApplyPatchArgs>,
+    ) -> Result<String, String> {
+        let server = self.clone();
+        blocking(move || server.apply_patch_blocking(&args.patch)).await
+    }
+
+    /// List a directory: sorted relative paths, directories end with `/`, symlinks with `@`. Respects .gitignore unless include_ignored is true.
+    #[tool(annotations(
+        title = "List directory",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn list_dir(&self, Parameters(args): Parameters<ListDirArgs>) -> Result<String, String> {
+        let shown = args.path.unwrap_or_else(|| ".".to_string());
+        let path = self.resolve(&shown)?;
+        let depth = args.depth.unwrap_or(DEFAULT_DEPTH);
+        if !(1..=MAX_DEPTH).contains(&depth) {
+            return Err(format!(
+                "depth must be between 1 and {MAX_DEPTH}, got {depth}"
+            ));
+        }
+        let include_ignored = args.include_ignored.unwrap_or(false);
+        let max_output = self.ctx.max_output;
+        blocking(move || {
+            list::list(&path, &shown, depth, include_ignored)
+                .map(|s| mcp_tools::clamp(&s, max_output))
+        })
+        .await
+    }
+}
+
+impl FilesServer {
+    fn resolve(&self, path: &str) -> Result<PathBuf, String> {
+        self.ctx.workspace.resolve(path).map_err(|e| e.to_string())
+    }
+
+    /// Plans every file change in memory, then writes them; if a write
+    /// fails, the files already written are put back.
+    fn apply_patch_blocking(&self, text: &str) -> Result<String, String> {
+        let files = patch::parse(text)?;
+        let plan = self.plan_patch(&files)?;
+        let mut done: Vec<&Change> = Vec::new();
+        for change in &plan {
+            if let Err(e) = change.commit() {
+                for undone in done.iter().rev() {
+                    undone.roll_back();
+                }
+                return Err(format!(
+                    "writing {} failed ({e}); every file was left as it was",
+                    change.shown
+                ));
+            }
+            done.push(change);
+        }
+        let summary: Vec<String> = plan.iter().map(Change::summary).collect();
+        Ok(format!("applied patch:\n{}", summary.join("\n")))
+    }
+
+    fn plan_patch(&self, files: &[patch::FilePatch]) -> Result<Vec<Change>, String> {
+        // Content as the patch goes along, so a file named twice sees its
+        // own earlier hunks.
+        let mut plan: Vec<Change> = Vec::new();
+        for file in files {
+            let source = file.old_path.as_deref();
+            let target = file.new_path.as_deref();
+            let shown = target.or(source).unwrap_or_default().to_string();
+            let current = match source {
+                None => None,
+                Some(src) => {
+                    let path = self.resolve(src)?;
+                    let pending = plan.iter().rev().find(|c| c.path == path);
+                    Some(match pending {
+                        Some(c) => c
+                            .new_text
+                            .clone()
+                            .ok_or_else(|| format!("{src} is deleted earlier in the patch"))?,
+                        None => read_text(&path, src)?,
+                    })
+                }
+            };
+            let mut lines = patch::Lines::from_text(current.as_deref().unwrap_or(""));
+            patch::apply_hunks(&mut lines, &file.hunks, &shown)?;
+            let new_text = lines.to_text();
+            match (source, target) {
+                (None, Some(dst)) => {
+                    let path = self.resolve(dst)?;
+                    if path.exists() && !plan.iter().any(|c| c.path == path && c.new_text.is_none())
+                    {
+                        return Err(format!(
+                            "{dst} already exists; patch it with `--- a/{dst}` instead of `--- /dev/null`"
+                        ));
+                    }
+                    plan.push(Change::new(path, dst, Some(new_text), "A"));
+                }
+                (Some(src), None) => {
+                    if !new_text.is_empty() && !file.hunks.is_empty() {
+                        return Err(format!(
+                            "{src} is deleted but the patch does not remove all of its lines"
+                        ));
+                    }
+                    plan.push(Change::new(self.resolve(src)?, src, None, "D"));
+                }
+                (Some(src), Some(dst)) if src != dst => {
+                    let dst_path = self.resolve(dst)?;
+                    if dst_path.exists() {
+                        return Err(format!(
+                            "cannot rename {src} to {dst}: {dst} already exists"
+                        ));
+                    }
+                    plan.push(Change::new(dst_path, dst, Some(new_text), "A"));
+                    plan.push(Change::new(self.resolve(src)?, src, None, "D"));
+                }
+                (Some(src), Some(_)) => {
+                    plan.push(Change::new(self.resolve(src)?, src, Some(new_text), "M"));
+                }
+                (None, None) => {
+                    return Err("a file in the patch has neither an old nor a new path".into());
+                }
+            }
+        }
+        Ok(plan)
+    }
+}
+
+/// One planned file change, with what it replaces so it can be undone.
+struct Change {
+    path: PathBuf,
+    shown: String,
+    /// The new content; `None` deletes the file.
+    new_text: Option<String>,
+    /// The bytes on disk before the change; `None` if there was no file.
+    original: Option<Vec<u8>>,
+    kind: &'static str,
+}
+
+impl Change {
+    fn new(path: PathBuf, shown: &str, new_text: Option<String>, kind: &'static str) -> Self {
+        let original = std::fs::read(&path).ok();
+        Self {
+            path,
+            shown: shown.to_string(),
+            new_text,
+            original,
+            kind,
+        }
+    }
+
+    fn commit(&self) -> std::io::Result<()> {
+        match &self.new_text {
+            Some(text) => write_atomic(&self.path, text.as_bytes()),
+            None => match std::fs::remove_file(&self.path) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                other => other,
+            },
+        }
+    }
+
+    fn roll_back(&self) {
+        let _ = match &self.original {
+            Some(bytes) => write_atomic(&self.path, bytes),
+            None => std::fs::remove_file(&self.path),
+        };
+    }
+
+    fn summary(&self) -> String {
+        format!("{} {}", self.kind, self.shown)
+    }
+}
+
+/// Reads a whole file as UTF-8 text, for the tools that rewrite it.
+fn read_text(path: &Path, shown: &str) -> Result<String, String> {
+    let meta = std::fs::metadata(path).map_err(|e| io_message(shown, &e))?;
+    if meta.is_dir() {
+        return Err(format!("{shown} is a directory, not a file"));
+    }
+    if meta.len() > read::HARD_CAP_BYTES {
+        return Err(format!(
+            "{shown} is {} bytes, over the 4 MB cap for editing",
+            meta.len()
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| io_message(shown, &e))?;
+    String::from_utf8(bytes)
+        .map_err(|_| format!("{shown} is not UTF-8 text; it cannot be edited as text"))
+}
+
+/// Runs file work on tokio's blocking pool: servers run on one thread.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|e| Err(format!("internal error: {e}")))
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for FilesServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "File tools confined to one workspace root. Paths are relative to the root. \
+                 Read a file before editing it; prefer edit_file for small changes and apply_patch for multi-file ones.",
+            )
+    }
+}
