@@ -1,0 +1,232 @@
+//! The git MCP server: the repository around the workspace root, read and
+//! recorded through the `git` CLI that users already trust.
+//!
+//! | tool | does | annotations |
+//! |---|---|---|
+//! | `git_status` | branch, upstream ahead/behind, staged / unstaged / untracked / conflicted | read-only |
+//! | `git_diff` | unstaged, staged (`staged`), or against a revision (`against`), for one `path` or all | read-only |
+//! | `git_log` | latest commits: short hash, date, author, subject (`max_count` 1–200, default 20) | read-only |
+//! | `git_commit` | stage `paths` or `all` tracked changes, then commit with `message` | adds history: not read-only, not destructive, not idempotent |
+//!
+//! Invariants:
+//! - a commit never passes `--no-verify`, `--amend` or `--allow-empty`, and
+//!   nothing pushes; hooks run and their refusal is reported;
+//! - an empty commit is refused with a message, before git is asked;
+//! - every path is confined to the workspace and passed as a literal
+//!   pathspec after `--`; a revision starting with `-` is refused;
+//! - git runs with the root as cwd, prompts and pager off, in the C locale;
+//!   "git is not installed" and "not a git repository" are errors that say so;
+//! - output is clamped to the server's `--max-output`.
+//!
+//! Status paths are relative to the repository's top directory; when the
+//! workspace root is a subdirectory of a repository, `all` stages only the
+//! tracked changes under the root.
+//!
+//! Example: `git_status {}` on a repository with one staged file answers
+//! `On branch main\nStaged (1):\n  A a.txt\n` (pinned by the test
+//! `status_lists_staged_unstaged_untracked_and_renamed_files`).
+
+pub mod commit;
+pub mod diff;
+pub mod log;
+pub mod runner;
+pub mod status;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use mcp_tools::{ToolContext, clamp, clamp_head_tail};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{ServerHandler, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::runner::{Git, pathspec};
+
+/// Arguments of `git_diff`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct DiffArgs {
+    /// Show staged changes (the index) instead of unstaged ones. Default false.
+    #[serde(default)]
+    pub staged: Option<bool>,
+    /// Limit the diff to this file or directory, relative to the workspace root.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Compare against this revision (commit hash, branch, tag, HEAD~1) instead
+    /// of the index; with `staged`, compares the index against it.
+    #[serde(default)]
+    pub against: Option<String>,
+}
+
+/// Arguments of `git_log`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct LogArgs {
+    /// How many commits to show, newest first: 1 to 200, default 20.
+    #[serde(default)]
+    pub max_count: Option<u32>,
+    /// Only commits touching this file or directory, relative to the workspace root.
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+/// Arguments of `git_commit`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CommitArgs {
+    /// The commit message: a summary line, optionally a blank line and a body.
+    pub message: String,
+    /// Stage and commit exactly these files or directories (new, changed or
+    /// deleted), relative to the workspace root. Other staged changes are left
+    /// staged, not committed.
+    #[serde(default)]
+    pub paths: Option<Vec<String>>,
+    /// Stage and commit every change to tracked files. Untracked files are
+    /// not added: name them in `paths`. Cannot be combined with `paths`.
+    #[serde(default)]
+    pub all: Option<bool>,
+}
+
+/// Most paths one commit may name.
+pub const MAX_COMMIT_PATHS: usize = 1000;
+
+/// The git MCP server. Cloning shares the context.
+#[derive(Clone)]
+pub struct GitServer {
+    ctx: Arc<ToolContext>,
+    git: Git,
+    tool_router: ToolRouter<Self>,
+}
+
+#[tool_router]
+impl GitServer {
+    /// A server running `git` from `PATH` in the workspace root of `ctx`.
+    pub fn new(ctx: ToolContext) -> Self {
+        Self::with_git_binary(ctx, PathBuf::from("git"))
+    }
+
+    /// A server running the given git executable (a name looked up on
+    /// `PATH`, or a path).
+    pub fn with_git_binary(ctx: ToolContext, git_binary: PathBuf) -> Self {
+        let git = Git::new(git_binary, ctx.workspace.root());
+        Self {
+            ctx: Arc::new(ctx),
+            git,
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// Show the repository state: branch, upstream ahead/behind, and the
+    /// staged, unstaged, untracked and conflicted files (letters: M modified,
+    /// A added, D deleted, R renamed, T type changed).
+    #[tool(annotations(
+        title = "Git status",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn git_status(&self) -> Result<String, String> {
+        let text = status::status(&self.git).await.map_err(|e| e.to_string())?;
+        Ok(clamp(&text, self.ctx.max_output))
+    }
+
+    /// Show a unified diff: unstaged changes by default, staged ones with
+    /// `staged`, or against a revision with `against`; optionally for one
+    /// `path`. Untracked files are not included (see git_status).
+    #[tool(annotations(
+        title = "Git diff",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn git_diff(&self, Parameters(args): Parameters<DiffArgs>) -> Result<String, String> {
+        let pathspec = match &args.path {
+            Some(path) => Some(pathspec(&self.ctx.workspace, path)?),
+            None => None,
+        };
+        let request = diff::DiffRequest {
+            staged: args.staged.unwrap_or(false),
+            pathspec,
+            against: args.against,
+        };
+        diff::diff(&self.git, &request, self.ctx.max_output)
+            .await
+            .map_err(|e| clamp(&e, self.ctx.max_output))
+    }
+
+    /// Show the latest commits, newest first, one line each:
+    /// `hash date author: subject`. Give `path` for the history of one file.
+    #[tool(annotations(
+        title = "Git log",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn git_log(&self, Parameters(args): Parameters<LogArgs>) -> Result<String, String> {
+        let max_count = log::max_count(args.max_count)?;
+        let pathspec = match &args.path {
+            Some(path) => Some(pathspec(&self.ctx.workspace, path)?),
+            None => None,
+        };
+        let text = log::log(&self.git, max_count, pathspec.as_deref()).await?;
+        Ok(clamp(&text, self.ctx.max_output))
+    }
+
+    /// Record a commit. With `paths`, stages and commits exactly those paths;
+    /// with `all`, every tracked change; with neither, what is already staged.
+    /// Hooks always run (a refusing hook is reported); never amends, never
+    /// pushes; an empty commit is refused. Returns the new short hash and summary.
+    #[tool(annotations(
+        title = "Git commit",
+        read_only_hint = false,
+        destructive_hint = false,
+        idempotent_hint = false,
+        open_world_hint = false
+    ))]
+    async fn git_commit(&self, Parameters(args): Parameters<CommitArgs>) -> Result<String, String> {
+        let selection = match (args.paths, args.all.unwrap_or(false)) {
+            (Some(_), true) => {
+                return Err("give either `paths` or `all: true`, not both".to_string());
+            }
+            (Some(paths), false) if paths.is_empty() => {
+                return Err("`paths` is empty: name the files to commit, or leave `paths` out to commit what is staged".to_string());
+            }
+            (Some(paths), false) if paths.len() > MAX_COMMIT_PATHS => {
+                return Err(format!(
+                    "{} paths given, over the limit of {MAX_COMMIT_PATHS}: name directories instead of files, or use `all: true`",
+                    paths.len()
+                ));
+            }
+            (Some(paths), false) => commit::Selection::Paths(
+                paths
+                    .iter()
+                    .map(|p| pathspec(&self.ctx.workspace, p))
+                    .collect::<Result<_, _>>()?,
+            ),
+            (None, true) => commit::Selection::AllTracked,
+            (None, false) => commit::Selection::Staged,
+        };
+        let text = commit::commit(&self.git, &args.message, &selection)
+            .await
+            .map_err(|e| clamp_head_tail(&e, self.ctx.max_output))?;
+        Ok(clamp(&text, self.ctx.max_output))
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for GitServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                env!("CARGO_PKG_NAME"),
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "Git for the repository around the workspace root. Read with git_status, git_diff \
+                 and git_log; record work with git_commit (hooks always run; it never amends or pushes).",
+            )
+    }
+}

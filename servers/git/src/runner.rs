@@ -1,0 +1,219 @@
+//! Running the `git` CLI: one place that builds every git command line, so
+//! each one gets the same environment and its failures the same wording.
+//!
+//! Every command runs with the workspace root as its working directory, with
+//! prompts off (`GIT_TERMINAL_PROMPT=0`), no pager, no colour, the C locale
+//! (stable text to parse) and the editor disabled. Variables that would point
+//! git at another repository (`GIT_DIR`, `GIT_WORK_TREE`, ...) are removed, so
+//! the root alone decides which repository is used.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use mcp_tools::Workspace;
+
+/// How long one git command may run before it is killed. Commits run hooks,
+/// which may run a test suite, hence the generous bound.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Environment variables that redirect git away from the working directory.
+const REDIRECTING_ENV: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+];
+
+/// A git executable bound to a workspace root.
+#[derive(Debug, Clone)]
+pub struct Git {
+    binary: PathBuf,
+    root: PathBuf,
+}
+
+/// What a finished git command left behind.
+#[derive(Debug)]
+pub struct GitOutput {
+    /// The exit code (`-1` when killed by a signal).
+    pub code: i32,
+    /// Standard output, decoded lossily.
+    pub stdout: String,
+    /// Standard error, decoded lossily.
+    pub stderr: String,
+}
+
+/// Why a git command gave no usable answer. The `Display` text is written
+/// for the model: it says what happened and what to do next.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    /// The git executable could not be started.
+    #[error(
+        "git is not installed (cannot run `{0}`: not found); install git or start the server with --git PATH"
+    )]
+    NotInstalled(String),
+    /// The workspace root is not inside a git repository.
+    #[error(
+        "not a git repository: {0} (and none of its parents is one); run `git init` there first"
+    )]
+    NotARepository(String),
+    /// Git ran and failed.
+    #[error("`git {command}` failed (exit code {code}): {output}")]
+    Failed {
+        /// The git subcommand and its arguments, as text.
+        command: String,
+        /// Its exit code.
+        code: i32,
+        /// What it wrote, stderr first.
+        output: String,
+    },
+    /// Git ran longer than [`COMMAND_TIMEOUT`] and was killed.
+    #[error("`git {0}` did not finish within {secs} s and was killed", secs = COMMAND_TIMEOUT.as_secs())]
+    TimedOut(String),
+    /// Starting git failed for another reason.
+    #[error("cannot run `{0}`: {1}")]
+    Spawn(String, String),
+}
+
+impl Git {
+    /// A runner for `binary` (a name looked up on `PATH`, or a path) acting
+    /// on the repository that contains `root`.
+    pub fn new(binary: PathBuf, root: &Path) -> Self {
+        Self {
+            binary,
+            root: root.to_path_buf(),
+        }
+    }
+
+    /// Runs `git ARGS` and returns its output whatever its exit code, except
+    /// for the failures every caller treats alike: git missing, no repository.
+    pub async fn run<I, S>(&self, args: I) -> Result<GitOutput, GitError>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+        let shown = shown_command(&args);
+        let mut command = tokio::process::Command::new(&self.binary);
+        command
+            .current_dir(&self.root)
+            .args([
+                "--no-pager",
+                "-c",
+                "color.ui=never",
+                "-c",
+                "core.quotepath=false",
+            ])
+            .args(&args)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_PAGER", "cat")
+            .env("PAGER", "cat")
+            .env("GIT_EDITOR", ":")
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .env("LC_ALL", "C")
+            .env("LANGUAGE", "C")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for name in REDIRECTING_ENV {
+            command.env_remove(name);
+        }
+        let child = command.spawn().map_err(|e| {
+            let binary = self.binary.display().to_string();
+            if e.kind() == std::io::ErrorKind::NotFound {
+                GitError::NotInstalled(binary)
+            } else {
+                GitError::Spawn(binary, e.to_string())
+            }
+        })?;
+        let output = tokio::time::timeout(COMMAND_TIMEOUT, child.wait_with_output())
+            .await
+            .map_err(|_| GitError::TimedOut(shown.clone()))?
+            .map_err(|e| GitError::Spawn(self.binary.display().to_string(), e.to_string()))?;
+        let out = GitOutput {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        };
+        if out.code != 0
+            && out
+                .stderr
+                .to_ascii_lowercase()
+                .contains("not a git repository")
+        {
+            return Err(GitError::NotARepository(self.root.display().to_string()));
+        }
+        Ok(out)
+    }
+
+    /// Fails with [`GitError::NotARepository`] unless the root is inside a
+    /// work tree. `git diff` needs this check first: outside a repository it
+    /// silently turns into `git diff --no-index`, which compares any files.
+    pub async fn ensure_work_tree(&self) -> Result<(), GitError> {
+        let out = self.run(["rev-parse", "--is-inside-work-tree"]).await?;
+        if out.code == 0 && out.stdout.trim() == "true" {
+            Ok(())
+        } else {
+            Err(GitError::NotARepository(self.root.display().to_string()))
+        }
+    }
+
+    /// Runs `git ARGS` and returns its stdout, or [`GitError::Failed`] when
+    /// it exits non-zero.
+    pub async fn run_ok<I, S>(&self, args: I) -> Result<String, GitError>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+        let shown = shown_command(&args);
+        let out = self.run(args).await?;
+        if out.code == 0 {
+            Ok(out.stdout)
+        } else {
+            Err(failed(shown, &out))
+        }
+    }
+}
+
+/// The [`GitError::Failed`] for `out`, with stderr (then stdout) trimmed.
+pub fn failed(command: String, out: &GitOutput) -> GitError {
+    let mut output = out.stderr.trim().to_string();
+    let stdout = out.stdout.trim();
+    if !stdout.is_empty() {
+        if !output.is_empty() {
+            output.push('\n');
+        }
+        output.push_str(stdout);
+    }
+    if output.is_empty() {
+        output = "(no output)".to_string();
+    }
+    GitError::Failed {
+        command,
+        code: out.code,
+        output,
+    }
+}
+
+/// Turns a model-given path into a literal git pathspec relative to the
+/// root, refusing paths outside the workspace. The `:(literal)` magic keeps
+/// `*`, `?` and a leading `:` from being read as patterns or magic, without
+/// setting `GIT_LITERAL_PATHSPECS` (which hooks would inherit).
+pub fn pathspec(workspace: &Workspace, path: &str) -> Result<String, String> {
+    let resolved = workspace.resolve(path).map_err(|e| e.to_string())?;
+    Ok(format!(":(literal){}", workspace.display(&resolved)))
+}
+
+fn shown_command(args: &[OsString]) -> String {
+    args.iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -1,0 +1,14 @@
+//! Integration tests of the git server, on real repositories in temp dirs.
+//!
+//! Modules by tool; `support` owns the setup (a repository with a local
+//! identity, and an MCP client connected to the server in-process); `stdio`
+//! spawns the real binary.
+
+mod commit;
+mod diff;
+mod errors;
+mod log;
+mod schema;
+mod status;
+mod stdio;
+mod support;
