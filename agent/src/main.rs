@@ -1,6 +1,5 @@
-//! `nanohermes`: the agent binary (placeholder until the agent-loop issue lands).
+//! `nanohermes`: the agent binary. All logic lives in the library (`nanohermes::cli`).
 
-fn main() {
-    eprintln!("nanohermes {}: the agent loop has not landed yet", env!("CARGO_PKG_VERSION"));
-    std::process::exit(2);
+fn main() -> std::process::ExitCode {
+    nanohermes::cli::main()
 }

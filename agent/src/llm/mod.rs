@@ -1,1 +1,296 @@
-//! OpenAI-compatible model client (being written).
+//! OpenAI-compatible chat completions client.
+//!
+//! [`Client::chat`] sends the whole history and the tool declarations to
+//! `POST {base_url}/chat/completions` and returns one [`AssistantTurn`]. It
+//! streams by default (text deltas go to the caller as they arrive), retries
+//! transient failures with backoff, honours `Retry-After`, then tries the
+//! fallback model once. The pieces live in small modules:
+//!
+//! - [`body`]: the request body and why each field is there;
+//! - [`sse`]: server-sent events decoding from raw network reads;
+//! - [`turn`]: text and tool-call accumulation into an [`AssistantTurn`];
+//! - [`retry`]: which failures are retried and how long to wait;
+//! - [`error`]: [`LlmError`], one line per failure for the terminal.
+
+pub mod body;
+mod echo;
+pub mod error;
+pub mod retry;
+pub mod sse;
+pub mod turn;
+
+use std::time::{Duration, SystemTime};
+
+use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
+use serde_json::Value;
+
+pub use body::BodyOptions;
+pub use error::LlmError;
+pub use retry::RetryPolicy;
+pub use turn::{AssistantTurn, ToolCall, Usage};
+
+use echo::Echo;
+use sse::{Frame, SseDecoder};
+use turn::TurnBuilder;
+
+/// The server used when `OPENAI_BASE_URL` is not set.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// The model used when neither `--model` nor `NANOHERMES_MODEL` is given.
+pub const DEFAULT_MODEL: &str = "gpt-4.1-mini";
+
+/// Where to send requests and how.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelSettings {
+    /// The API root, such as `https://api.openai.com/v1` or `http://localhost:11434/v1`.
+    pub base_url: String,
+    /// The bearer token; local servers usually need none.
+    pub api_key: Option<String>,
+    /// The model to ask.
+    pub model: String,
+    /// A model to try once when the main one keeps failing with retryable errors.
+    pub fallback_model: Option<String>,
+    /// Temperature, token budget, streaming, thinking.
+    pub body: BodyOptions,
+    /// Retries and backoff.
+    pub retry: RetryPolicy,
+}
+
+impl ModelSettings {
+    /// Settings with the article's defaults: temperature 0, 4096 tokens,
+    /// streaming, no thinking, two retries from 500 ms, no fallback.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        ModelSettings {
+            base_url: base_url.into(),
+            api_key: None,
+            model: model.into(),
+            fallback_model: None,
+            body: BodyOptions {
+                temperature: 0.0,
+                max_tokens: 4096,
+                stream: true,
+                thinking: false,
+            },
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// Something that happened during [`Client::chat`], for the caller to show.
+#[derive(Debug)]
+pub enum ChatEvent<'a> {
+    /// Text to append to the screen (already deduplicated across retries).
+    Text(&'a str),
+    /// An attempt failed and another follows after `delay`.
+    Retry {
+        /// The retry about to happen (1-based).
+        attempt: u32,
+        /// The configured number of retries.
+        max_retries: u32,
+        /// The wait before it.
+        delay: Duration,
+        /// Why the previous attempt failed.
+        error: &'a LlmError,
+    },
+    /// The retries are spent; the fallback model gets one try.
+    Fallback {
+        /// The fallback model.
+        model: &'a str,
+        /// The last error of the main model.
+        error: &'a LlmError,
+    },
+}
+
+/// A chat completions client; cheap to share by reference.
+#[derive(Debug, Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    url: String,
+    settings: ModelSettings,
+}
+
+impl Client {
+    /// Builds the HTTP client (rustls). Does no network IO.
+    pub fn new(settings: ModelSettings) -> Result<Client, LlmError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .read_timeout(Duration::from_secs(300))
+            .build()
+            .map_err(|e| LlmError::Connect {
+                base_url: settings.base_url.clone(),
+                reason: innermost(&e),
+            })?;
+        let url = format!(
+            "{}/chat/completions",
+            settings.base_url.trim_end_matches('/')
+        );
+        Ok(Client {
+            http,
+            url,
+            settings,
+        })
+    }
+
+    /// The settings this client was built with.
+    pub fn settings(&self) -> &ModelSettings {
+        &self.settings
+    }
+
+    /// Sends `messages` with `tools` and returns the model's turn; retries
+    /// and falls back as [`RetryPolicy`] and `fallback_model` say. Text and
+    /// retry notices go to `on_event` as they happen.
+    pub async fn chat(
+        &self,
+        messages: &[Value],
+        tools: &[Value],
+        on_event: &mut (dyn FnMut(ChatEvent<'_>) + Send),
+    ) -> Result<AssistantTurn, LlmError> {
+        let policy = self.settings.retry;
+        let mut echo = Echo::new(on_event);
+        let mut retries = 0;
+        let error = loop {
+            echo.start_attempt();
+            match self
+                .attempt(&self.settings.model, messages, tools, &mut echo)
+                .await
+            {
+                Ok(turn) => return Ok(turn),
+                Err(error) if error.is_retryable() && retries < policy.max_retries => {
+                    retries += 1;
+                    let delay = policy.delay(retries, error.retry_after());
+                    echo.event(ChatEvent::Retry {
+                        attempt: retries,
+                        max_retries: policy.max_retries,
+                        delay,
+                        error: &error,
+                    });
+                    tokio::time::sleep(delay).await;
+                }
+                Err(error) => break error,
+            }
+        };
+        match &self.settings.fallback_model {
+            Some(fallback) if error.is_retryable() => {
+                echo.event(ChatEvent::Fallback {
+                    model: fallback,
+                    error: &error,
+                });
+                echo.start_attempt();
+                self.attempt(fallback, messages, tools, &mut echo).await
+            }
+            _ => Err(error),
+        }
+    }
+
+    /// One request, one response, no retry.
+    async fn attempt(
+        &self,
+        model: &str,
+        messages: &[Value],
+        tools: &[Value],
+        echo: &mut Echo<'_>,
+    ) -> Result<AssistantTurn, LlmError> {
+        let base_url = &self.settings.base_url;
+        let body = body::ChatBody::new(&self.settings.body, model, messages, tools).to_bytes();
+        let mut request = self
+            .http
+            .post(&self.url)
+            .header(CONTENT_TYPE, "application/json")
+            .body(body);
+        if let Some(key) = &self.settings.api_key {
+            request = request.bearer_auth(key);
+        }
+        let mut response = request.send().await.map_err(|e| LlmError::Connect {
+            base_url: base_url.clone(),
+            reason: innermost(&e),
+        })?;
+        let status = response.status().as_u16();
+        if !response.status().is_success() {
+            let retry_after = response
+                .headers()
+                .get(RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| retry::parse_retry_after(v, SystemTime::now()));
+            let text = response.text().await.unwrap_or_default();
+            return Err(LlmError::from_status(
+                status,
+                &text,
+                retry_after,
+                base_url,
+                model,
+            ));
+        }
+        let is_json = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("application/json"));
+        if !self.settings.body.stream || is_json {
+            let bytes = response
+                .bytes()
+                .await
+                .map_err(|e| LlmError::Read(innermost(&e)))?;
+            return read_whole(&bytes, model, echo);
+        }
+        let mut decoder = SseDecoder::default();
+        let mut builder = TurnBuilder::default();
+        loop {
+            let chunk = response
+                .chunk()
+                .await
+                .map_err(|e| LlmError::Read(innermost(&e)))?;
+            let frames = match &chunk {
+                Some(bytes) => decoder.push(bytes),
+                None => decoder.finish(),
+            };
+            for frame in frames {
+                match frame {
+                    Frame::Data(value) => {
+                        if let Some(text) = builder.apply(&value) {
+                            echo.text(text);
+                        }
+                    }
+                    Frame::Done => return Ok(builder.finish(model)),
+                    Frame::Error(value) => return Err(LlmError::from_frame(&value)),
+                }
+            }
+            if chunk.is_none() {
+                // EOF without `[DONE]` also ends the stream.
+                return Ok(builder.finish(model));
+            }
+        }
+    }
+}
+
+/// Reads a non-streaming response (or a JSON body where a stream was asked for).
+fn read_whole(bytes: &[u8], model: &str, echo: &mut Echo<'_>) -> Result<AssistantTurn, LlmError> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+        LlmError::Decode(format!(
+            "the body is not JSON ({e}): {}",
+            String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
+        ))
+    })?;
+    if value.get("error").is_some_and(|e| !e.is_null()) {
+        return Err(LlmError::from_frame(&value));
+    }
+    let turn = turn::turn_from_response(&value, model).map_err(LlmError::Decode)?;
+    if !turn.content.is_empty() {
+        echo.text(&turn.content);
+    }
+    Ok(turn)
+}
+
+/// The innermost cause of an error chain: "Connection refused (os error 111)"
+/// says more than "error sending request".
+fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut current = error;
+    while let Some(source) = current.source() {
+        current = source;
+    }
+    let text = current.to_string();
+    if text.is_empty() {
+        error.to_string()
+    } else {
+        text
+    }
+}

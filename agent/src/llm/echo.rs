@@ -1,0 +1,100 @@
+//! What reaches the screen while a request is retried.
+//!
+//! The rule: text is shown once. Text shown by a failed attempt is not shown
+//! again by the next one; the next attempt's text is held back while it
+//! repeats what is already on screen and shown from where it goes beyond.
+//! If it says something different, a line break is shown and then the new
+//! text in full, so nothing on screen is a silent mix of two answers.
+
+use super::ChatEvent;
+
+/// Forwards text deltas to the caller, deduplicating across attempts.
+pub(crate) struct Echo<'a> {
+    on_event: &'a mut (dyn FnMut(ChatEvent<'_>) + Send),
+    shown: String,
+    attempt: String,
+}
+
+impl<'a> Echo<'a> {
+    pub(crate) fn new(on_event: &'a mut (dyn FnMut(ChatEvent<'_>) + Send)) -> Self {
+        Echo {
+            on_event,
+            shown: String::new(),
+            attempt: String::new(),
+        }
+    }
+
+    /// A new attempt starts: its text is compared with what is on screen.
+    pub(crate) fn start_attempt(&mut self) {
+        self.attempt.clear();
+    }
+
+    /// Passes a non-text event through.
+    pub(crate) fn event(&mut self, event: ChatEvent<'_>) {
+        (self.on_event)(event);
+    }
+
+    /// Takes a text delta of the current attempt.
+    pub(crate) fn text(&mut self, delta: &str) {
+        self.attempt.push_str(delta);
+        if self.attempt.len() <= self.shown.len() && self.shown.starts_with(&self.attempt) {
+            return; // A replay of text already on screen.
+        }
+        if self.attempt.starts_with(&self.shown) {
+            let new = &self.attempt[self.shown.len()..];
+            (self.on_event)(ChatEvent::Text(new));
+        } else {
+            (self.on_event)(ChatEvent::Text("\n"));
+            (self.on_event)(ChatEvent::Text(&self.attempt));
+        }
+        self.shown.clone_from(&self.attempt);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn screen(attempts: &[&[&str]]) -> String {
+        let mut out = String::new();
+        let mut sink = |event: ChatEvent<'_>| {
+            if let ChatEvent::Text(text) = event {
+                out.push_str(text);
+            }
+        };
+        let mut echo = Echo::new(&mut sink);
+        for deltas in attempts {
+            echo.start_attempt();
+            for delta in *deltas {
+                echo.text(delta);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_retry_that_repeats_the_shown_text_adds_only_the_rest() {
+        assert_eq!(
+            screen(&[&["Hel", "lo wo"], &["Hello", " world", "!"]]),
+            "Hello world!"
+        );
+    }
+
+    #[test]
+    fn a_retry_that_stops_short_of_the_shown_text_adds_nothing() {
+        assert_eq!(screen(&[&["Hello world"], &["Hello"]]), "Hello world");
+    }
+
+    #[test]
+    fn a_retry_that_diverges_starts_on_a_new_line() {
+        assert_eq!(
+            screen(&[&["Hello wo"], &["Hi", " there"]]),
+            "Hello wo\nHi there"
+        );
+    }
+
+    #[test]
+    fn a_single_attempt_is_shown_as_it_comes() {
+        assert_eq!(screen(&[&["a", "b", "c"]]), "abc");
+    }
+}

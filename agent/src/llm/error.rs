@@ -1,0 +1,306 @@
+//! Why a model request failed, worded for the person at the terminal.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::retry::is_retryable_status;
+
+/// A failed model request. `Display` is one line that names the cause and
+/// what to do about it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LlmError {
+    /// The server could not be reached (refused, DNS, TLS, timeout).
+    Connect {
+        /// The base URL that was tried.
+        base_url: String,
+        /// The innermost cause.
+        reason: String,
+    },
+    /// The server answered with a non-success status.
+    Status {
+        /// The HTTP status.
+        status: u16,
+        /// The server's error message (or the start of its body).
+        message: String,
+        /// The server's error code, such as `model_not_found`.
+        code: Option<String>,
+        /// The `Retry-After` hint, if any.
+        retry_after: Option<Duration>,
+        /// The base URL.
+        base_url: String,
+        /// The model that was asked for.
+        model: String,
+    },
+    /// The stream carried an error frame after HTTP 200.
+    Stream {
+        /// The frame's numeric code, when there is one.
+        code: Option<u16>,
+        /// The frame's message.
+        message: String,
+    },
+    /// The connection broke while the response was being read.
+    Read(String),
+    /// The response could not be understood.
+    Decode(String),
+}
+
+impl LlmError {
+    /// Whether another attempt may succeed: 429/500/502/503/504, connection
+    /// failures and broken streams.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            LlmError::Connect { .. } | LlmError::Read(_) => true,
+            LlmError::Status { status, .. } => is_retryable_status(*status),
+            LlmError::Stream { code, .. } => code.is_some_and(is_retryable_status),
+            LlmError::Decode(_) => false,
+        }
+    }
+
+    /// The server's `Retry-After` hint.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            LlmError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// Builds a [`LlmError::Status`] from a response status and body.
+    pub fn from_status(
+        status: u16,
+        body: &str,
+        retry_after: Option<Duration>,
+        base_url: &str,
+        model: &str,
+    ) -> Self {
+        let (message, code) = error_message(body);
+        LlmError::Status {
+            status,
+            message,
+            code,
+            retry_after,
+            base_url: base_url.to_owned(),
+            model: model.to_owned(),
+        }
+    }
+
+    /// Builds a [`LlmError::Stream`] from an error frame.
+    pub fn from_frame(frame: &Value) -> Self {
+        let error = &frame["error"];
+        let code = error
+            .get("code")
+            .and_then(|c| c.as_u64().or_else(|| c.as_str()?.parse().ok()));
+        let message = match error {
+            Value::String(text) => text.clone(),
+            _ => error
+                .get("message")
+                .and_then(Value::as_str)
+                .map_or_else(|| error.to_string(), str::to_owned),
+        };
+        LlmError::Stream {
+            code: code.and_then(|c| u16::try_from(c).ok()),
+            message,
+        }
+    }
+
+    fn is_missing_model(&self) -> bool {
+        let LlmError::Status {
+            status,
+            message,
+            code,
+            ..
+        } = self
+        else {
+            return false;
+        };
+        let lower = message.to_lowercase();
+        code.as_deref() == Some("model_not_found")
+            || (*status == 404
+                && (lower.contains("model") || message.is_empty() || lower.contains("not found")))
+            || (*status == 400
+                && lower.contains("model")
+                && (lower.contains("not exist") || lower.contains("not found")))
+    }
+}
+
+impl fmt::Display for LlmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LlmError::Connect { base_url, reason } => {
+                write!(
+                    f,
+                    "cannot reach the model server at {base_url}: {reason} (check OPENAI_BASE_URL)"
+                )
+            }
+            LlmError::Status {
+                status: status @ (401 | 403),
+                message,
+                base_url,
+                ..
+            } => write!(
+                f,
+                "the model server at {base_url} rejected the API key (HTTP {status}): {} (check OPENAI_API_KEY)",
+                or_none(message)
+            ),
+            LlmError::Status {
+                status,
+                message,
+                base_url,
+                model,
+                ..
+            } if self.is_missing_model() => write!(
+                f,
+                "model `{model}` does not exist at {base_url} (HTTP {status}): {} (choose another with --model or NANOHERMES_MODEL)",
+                or_none(message)
+            ),
+            LlmError::Status {
+                status,
+                message,
+                base_url,
+                ..
+            } => {
+                write!(
+                    f,
+                    "the model server at {base_url} answered HTTP {status}: {}",
+                    or_none(message)
+                )
+            }
+            LlmError::Stream {
+                code: Some(code),
+                message,
+            } => {
+                write!(
+                    f,
+                    "the model server failed mid-stream (code {code}): {}",
+                    or_none(message)
+                )
+            }
+            LlmError::Stream {
+                code: None,
+                message,
+            } => {
+                write!(
+                    f,
+                    "the model server failed mid-stream: {}",
+                    or_none(message)
+                )
+            }
+            LlmError::Read(reason) => write!(
+                f,
+                "the connection broke while reading the response: {reason}"
+            ),
+            LlmError::Decode(reason) => {
+                write!(f, "unexpected response from the model server: {reason}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for LlmError {}
+
+fn or_none(message: &str) -> &str {
+    if message.is_empty() {
+        "no message"
+    } else {
+        message
+    }
+}
+
+/// The message and code of an error body: `{"error":{"message","code"}}`,
+/// `{"error":"text"}`, `{"message":…}`, or the first line of plain text.
+fn error_message(body: &str) -> (String, Option<String>) {
+    let one_line = |text: &str| {
+        let line = text
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or_default();
+        let end = mcp_tools::clamp::floor_char_boundary(line, 300);
+        line[..end].to_owned()
+    };
+    let Ok(value) = serde_json::from_str::<Value>(body) else {
+        return (one_line(body), None);
+    };
+    let error = value.get("error").unwrap_or(&value);
+    let message = match error {
+        Value::String(text) => text.clone(),
+        _ => error
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+    };
+    let code = error.get("code").and_then(|c| match c {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    });
+    (one_line(&message), code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const URL: &str = "http://127.0.0.1:9/v1";
+
+    #[test]
+    fn unauthorized_names_the_key() {
+        let body = r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}"#;
+        let error = LlmError::from_status(401, body, None, URL, "m");
+        assert_eq!(
+            error.to_string(),
+            "the model server at http://127.0.0.1:9/v1 rejected the API key (HTTP 401): Incorrect API key provided (check OPENAI_API_KEY)"
+        );
+        assert!(!error.is_retryable());
+    }
+
+    #[test]
+    fn missing_model_is_recognised_from_openai_ollama_and_vllm_bodies() {
+        let bodies = [
+            (
+                404,
+                r#"{"error":{"message":"The model `nope` does not exist","code":"model_not_found"}}"#,
+            ),
+            (404, r#"{"error":"model 'nope' not found"}"#),
+            (
+                404,
+                r#"{"object":"error","message":"The model `nope` does not exist.","code":404}"#,
+            ),
+            (400, r#"{"error":{"message":"model nope does not exist"}}"#),
+        ];
+        for (status, body) in bodies {
+            let text = LlmError::from_status(status, body, None, URL, "nope").to_string();
+            assert!(
+                text.starts_with("model `nope` does not exist at http://127.0.0.1:9/v1"),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn stream_error_frames_keep_their_code() {
+        let error = LlmError::from_frame(&json!({"error":{"code":503,"message":"overloaded"}}));
+        assert_eq!(
+            error,
+            LlmError::Stream {
+                code: Some(503),
+                message: "overloaded".into()
+            }
+        );
+        assert!(error.is_retryable());
+        assert!(!LlmError::from_frame(&json!({"error":{"message":"bad"}})).is_retryable());
+    }
+
+    #[test]
+    fn plain_text_bodies_give_their_first_line() {
+        let error = LlmError::from_status(502, "\n<html>Bad gateway</html>\nmore", None, URL, "m");
+        assert_eq!(
+            error.to_string(),
+            "the model server at http://127.0.0.1:9/v1 answered HTTP 502: <html>Bad gateway</html>"
+        );
+        assert!(error.is_retryable());
+    }
+}
