@@ -1,0 +1,409 @@
+//! The memory database: one SQLite file, safe for several processes at once.
+//!
+//! Invariants:
+//! - the file is in WAL mode with a busy timeout, and every write runs in a
+//!   `BEGIN IMMEDIATE` transaction, so concurrent writers queue instead of
+//!   failing or losing rows;
+//! - the normal form of a memory's text is a `UNIQUE` column, so two
+//!   processes racing to save the same memory cannot both insert it;
+//! - `PRAGMA user_version` records the schema version; [`MemoryStore::open`]
+//!   migrates older files and refuses newer ones.
+
+use std::cmp::Ordering;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params, params_from_iter};
+
+use crate::text::{Terms, normalise};
+
+/// Version of the schema this code writes (`PRAGMA user_version`).
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// How long a write waits for another process's write to finish.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Longest text a memory may hold, in bytes: memories are short notes.
+pub const MAX_TEXT_BYTES: usize = 4_000;
+
+/// What kind of thing a memory records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// Something learned the hard way: what worked, what to avoid.
+    Lesson,
+    /// How the user likes things done.
+    Preference,
+    /// A mistake the user corrected, with the right way.
+    Correction,
+    /// A plain fact about the user, project or environment.
+    Fact,
+}
+
+impl Kind {
+    /// The name stored in the database and shown to the model.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Lesson => "lesson",
+            Kind::Preference => "preference",
+            Kind::Correction => "correction",
+            Kind::Fact => "fact",
+        }
+    }
+}
+
+/// One stored memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Memory {
+    /// Row id, stable for the memory's life.
+    pub id: i64,
+    /// Its kind, as stored (`lesson`, `preference`, `correction`, `fact`).
+    pub kind: String,
+    /// The text as saved.
+    pub text: String,
+    /// Tags, case-folded.
+    pub tags: Vec<String>,
+}
+
+/// The outcome of [`MemoryStore::save`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Saved {
+    /// A new memory with this id.
+    New(i64),
+    /// A memory with the same normal form already existed under this id.
+    Known(i64),
+}
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    /// The text was empty or only whitespace.
+    #[error("the memory text is empty; write the lesson, preference, correction or fact to keep")]
+    EmptyText,
+    /// The text was over [`MAX_TEXT_BYTES`].
+    #[error(
+        "the memory text is {0} bytes, over the {MAX_TEXT_BYTES}-byte limit; save one short point per memory"
+    )]
+    TooLong(usize),
+    /// The query held no searchable term.
+    #[error("the query is empty; give one or more words to look for")]
+    EmptyQuery,
+    /// No memory has this id.
+    #[error("no memory has id {0}; memory_search or memory_list shows the ids")]
+    NotFound(i64),
+    /// The file's schema is newer than this code.
+    #[error(
+        "the memory database has schema version {0}, newer than this server's {SCHEMA_VERSION}; upgrade nanohermes-memory"
+    )]
+    NewerSchema(i64),
+    /// The database directory could not be created.
+    #[error("cannot create {path}: {source}")]
+    Dir {
+        /// The directory.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// SQLite reported an error.
+    #[error("memory database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+/// A memory database. Cheap to share behind an `Arc`; calls block, so async
+/// callers run them on a blocking thread.
+pub struct MemoryStore {
+    conn: Mutex<Connection>,
+}
+
+impl std::fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryStore").finish_non_exhaustive()
+    }
+}
+
+/// `~/.nanohermes/memory.db`, or `None` when the home directory is unknown.
+pub fn default_db_path() -> Option<PathBuf> {
+    let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE"))?;
+    Some(PathBuf::from(home).join(".nanohermes").join("memory.db"))
+}
+
+impl MemoryStore {
+    /// Opens (creating it and its parent directory if needed) the database at
+    /// `path` and brings its schema up to [`SCHEMA_VERSION`].
+    pub fn open(path: &Path) -> Result<Self, MemoryError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| MemoryError::Dir {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let mut conn = Connection::open(path)?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        // Switching to WAL takes a lock once per file; the busy timeout above
+        // makes a second process opening at the same moment wait for it.
+        let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            tracing::warn!("memory database journal mode is {mode}, not wal");
+        }
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        migrate(&mut conn)?;
+        Ok(Self {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    /// Saves a memory, or finds the one with the same normal form.
+    pub fn save(&self, text: &str, kind: Kind, tags: &[String]) -> Result<Saved, MemoryError> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(MemoryError::EmptyText);
+        }
+        if text.len() > MAX_TEXT_BYTES {
+            return Err(MemoryError::TooLong(text.len()));
+        }
+        let norm = normalise(text);
+        let tags = normalise_tags(tags).join(", ");
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let inserted = tx.execute(
+            "INSERT INTO memories (kind, text, norm, tags, created_at) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (norm) DO NOTHING",
+            params![kind.as_str(), text, norm, tags, unix_now()],
+        )?;
+        let outcome = if inserted == 1 {
+            Saved::New(tx.last_insert_rowid())
+        } else {
+            let id = tx.query_row("SELECT id FROM memories WHERE norm = ?1", [&norm], |r| {
+                r.get(0)
+            })?;
+            Saved::Known(id)
+        };
+        tx.commit()?;
+        Ok(outcome)
+    }
+
+    /// Memories matching `query`, best first, at most `limit`.
+    ///
+    /// Terms of three characters or more go through the trigram index and
+    /// are ranked by bm25; shorter terms (two-character Chinese words are
+    /// common) are matched as substrings of the normalised text and tags.
+    /// Hits matching more distinct terms come first, then better bm25, then
+    /// newer.
+    pub fn search(&self, query: &str, limit: usize) -> Result<Vec<Memory>, MemoryError> {
+        let terms = Terms::parse(query);
+        if terms.is_empty() {
+            return Err(MemoryError::EmptyQuery);
+        }
+        let pool = (limit * 4).max(40) as i64;
+        let conn = self.lock();
+        let mut hits: Vec<Hit> = Vec::new();
+        if let Some(expression) = terms.fts_expression() {
+            let mut stmt = conn.prepare_cached(
+                "SELECT m.id, m.kind, m.text, m.tags, m.norm, bm25(memories_fts, 1.0, 0.5) AS score
+                 FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
+                 WHERE memories_fts MATCH ?1 ORDER BY score LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![expression, pool], |r| {
+                Ok(Hit {
+                    memory: memory_from_row(r)?,
+                    norm: r.get(4)?,
+                    score: r.get(5)?,
+                    matched: 0,
+                })
+            })?;
+            for row in rows {
+                hits.push(row?);
+            }
+        }
+        if !terms.short.is_empty() {
+            let condition =
+                vec!["instr(norm, ?) > 0 OR instr(tags, ?) > 0"; terms.short.len()].join(" OR ");
+            let sql = format!(
+                "SELECT id, kind, text, tags, norm FROM memories WHERE {condition}
+                 ORDER BY id DESC LIMIT {pool}"
+            );
+            let mut stmt = conn.prepare_cached(&sql)?;
+            let args = terms.short.iter().flat_map(|t| [t, t]);
+            let rows = stmt.query_map(params_from_iter(args), |r| {
+                Ok(Hit {
+                    memory: memory_from_row(r)?,
+                    norm: r.get(4)?,
+                    score: f64::INFINITY,
+                    matched: 0,
+                })
+            })?;
+            for row in rows {
+                let hit = row?;
+                if !hits.iter().any(|h| h.memory.id == hit.memory.id) {
+                    hits.push(hit);
+                }
+            }
+        }
+        drop(conn);
+        for hit in &mut hits {
+            let tags = hit.memory.tags.join(" ");
+            hit.matched = terms
+                .all()
+                .filter(|t| hit.norm.contains(t) || tags.contains(t))
+                .count();
+        }
+        hits.sort_by(|a, b| {
+            b.matched
+                .cmp(&a.matched)
+                .then(a.score.partial_cmp(&b.score).unwrap_or(Ordering::Equal))
+                .then(b.memory.id.cmp(&a.memory.id))
+        });
+        hits.truncate(limit);
+        Ok(hits.into_iter().map(|h| h.memory).collect())
+    }
+
+    /// The newest memories first, optionally of one kind, at most `limit`.
+    pub fn list(&self, kind: Option<Kind>, limit: usize) -> Result<Vec<Memory>, MemoryError> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, kind, text, tags FROM memories
+             WHERE ?1 IS NULL OR kind = ?1 ORDER BY id DESC LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![kind.map(Kind::as_str), limit as i64], |r| {
+            memory_from_row(r)
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Deletes the memory with `id` and returns it.
+    pub fn forget(&self, id: i64) -> Result<Memory, MemoryError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let memory = tx
+            .query_row(
+                "SELECT id, kind, text, tags FROM memories WHERE id = ?1",
+                [id],
+                memory_from_row,
+            )
+            .optional()?
+            .ok_or(MemoryError::NotFound(id))?;
+        tx.execute("DELETE FROM memories WHERE id = ?1", [id])?;
+        tx.commit()?;
+        Ok(memory)
+    }
+
+    /// How many memories the database holds.
+    pub fn count(&self) -> Result<i64, MemoryError> {
+        let conn = self.lock();
+        Ok(conn.query_row("SELECT count(*) FROM memories", [], |r| r.get(0))?)
+    }
+
+    /// Saves many memories in one transaction (for seeding and benchmarks);
+    /// duplicates are skipped. Returns how many were new.
+    pub fn save_batch<'a>(
+        &self,
+        memories: impl IntoIterator<Item = (&'a str, Kind)>,
+    ) -> Result<usize, MemoryError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut new = 0;
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO memories (kind, text, norm, tags, created_at) VALUES (?1, ?2, ?3, '', ?4)
+                 ON CONFLICT (norm) DO NOTHING",
+            )?;
+            let now = unix_now();
+            for (text, kind) in memories {
+                new += stmt.execute(params![kind.as_str(), text.trim(), normalise(text), now])?;
+            }
+        }
+        tx.commit()?;
+        Ok(new)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves the connection usable: SQLite
+        // rolls back the open transaction when it is dropped.
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+struct Hit {
+    memory: Memory,
+    norm: String,
+    score: f64,
+    matched: usize,
+}
+
+fn memory_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Memory> {
+    let tags: String = row.get(3)?;
+    Ok(Memory {
+        id: row.get(0)?,
+        kind: row.get(1)?,
+        text: row.get(2)?,
+        tags: tags
+            .split(", ")
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+            .collect(),
+    })
+}
+
+fn normalise_tags(tags: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for tag in tags {
+        let tag = normalise(tag).replace(',', " ");
+        if !tag.is_empty() && !out.contains(&tag) {
+            out.push(tag);
+        }
+    }
+    out
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// Brings the schema from `user_version` up to [`SCHEMA_VERSION`], inside
+/// one `BEGIN IMMEDIATE` transaction so two processes opening a new file at
+/// once migrate it exactly once.
+fn migrate(conn: &mut Connection) -> Result<(), MemoryError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version > SCHEMA_VERSION {
+        return Err(MemoryError::NewerSchema(version));
+    }
+    if version < 1 {
+        tx.execute_batch(SCHEMA_V1)?;
+    }
+    // Later versions add `if version < N { ... }` steps here.
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    tx.commit()?;
+    Ok(())
+}
+
+const SCHEMA_V1: &str = "
+CREATE TABLE memories (
+    id         INTEGER PRIMARY KEY,
+    kind       TEXT    NOT NULL CHECK (kind IN ('lesson', 'preference', 'correction', 'fact')),
+    text       TEXT    NOT NULL,
+    norm       TEXT    NOT NULL UNIQUE,
+    tags       TEXT    NOT NULL DEFAULT '',
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX memories_kind ON memories (kind, id);
+CREATE VIRTUAL TABLE memories_fts USING fts5 (
+    text, tags, content = 'memories', content_rowid = 'id', tokenize = 'trigram'
+);
+CREATE TRIGGER memories_after_insert AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts (rowid, text, tags) VALUES (new.id, new.text, new.tags);
+END;
+CREATE TRIGGER memories_after_delete AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, text, tags)
+    VALUES ('delete', old.id, old.text, old.tags);
+END;
+CREATE TRIGGER memories_after_update AFTER UPDATE ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, text, tags)
+    VALUES ('delete', old.id, old.text, old.tags);
+    INSERT INTO memories_fts (rowid, text, tags) VALUES (new.id, new.text, new.tags);
+END;
+";

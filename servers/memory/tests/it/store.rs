@@ -1,0 +1,261 @@
+//! The store on real SQLite files: dedup, ranking, CJK, query safety,
+//! forgetting, schema version.
+
+use nanohermes_memory::store::SCHEMA_VERSION;
+use nanohermes_memory::{Kind, MemoryError, MemoryStore, Saved};
+
+use super::{raw, search_ids, temp_store};
+
+fn new_id(saved: Saved) -> i64 {
+    match saved {
+        Saved::New(id) => id,
+        Saved::Known(id) => panic!("expected a new memory, got known {id}"),
+    }
+}
+
+#[test]
+fn duplicate_text_ignoring_case_and_spacing_is_already_known() {
+    let (_dir, store) = temp_store();
+    let id = new_id(
+        store
+            .save("Use  tabs, not spaces", Kind::Preference, &[])
+            .unwrap(),
+    );
+    let again = store
+        .save("  use tabs,\n NOT spaces ", Kind::Fact, &[])
+        .unwrap();
+    assert_eq!(again, Saved::Known(id));
+    assert_eq!(store.count().unwrap(), 1);
+}
+
+#[test]
+fn chinese_memory_is_found_by_two_and_four_character_queries() {
+    let (_dir, store) = temp_store();
+    let id = new_id(
+        store
+            .save("用户喜欢使用中文回答问题", Kind::Preference, &[])
+            .unwrap(),
+    );
+    store
+        .save("The build uses cargo nextest", Kind::Fact, &[])
+        .unwrap();
+    assert_eq!(search_ids(&store, "中文"), vec![id]);
+    assert_eq!(search_ids(&store, "中文回答"), vec![id]);
+    assert_eq!(search_ids(&store, "中"), vec![id]);
+    assert!(search_ids(&store, "日本語").is_empty());
+}
+
+#[test]
+fn japanese_and_korean_memories_are_found() {
+    let (_dir, store) = temp_store();
+    let ja = new_id(
+        store
+            .save("ユーザーは日本語の説明を好む", Kind::Preference, &[])
+            .unwrap(),
+    );
+    let ko = new_id(
+        store
+            .save("사용자는 한국어 답변을 선호한다", Kind::Preference, &[])
+            .unwrap(),
+    );
+    assert_eq!(search_ids(&store, "日本語"), vec![ja]);
+    assert_eq!(search_ids(&store, "한국어"), vec![ko]);
+    assert_eq!(search_ids(&store, "답변"), vec![ko]);
+}
+
+#[test]
+fn english_search_is_case_insensitive_and_matches_word_parts() {
+    let (_dir, store) = temp_store();
+    let id = new_id(
+        store
+            .save(
+                "Run Clippy with -D warnings before committing",
+                Kind::Lesson,
+                &[],
+            )
+            .unwrap(),
+    );
+    assert_eq!(search_ids(&store, "clippy"), vec![id]);
+    assert_eq!(search_ids(&store, "COMMIT"), vec![id]);
+}
+
+#[test]
+fn memories_matching_more_terms_rank_first() {
+    let (_dir, store) = temp_store();
+    let one = new_id(
+        store
+            .save("cargo is the build tool", Kind::Fact, &[])
+            .unwrap(),
+    );
+    let both = new_id(
+        store
+            .save("cargo test runs the test suite", Kind::Fact, &[])
+            .unwrap(),
+    );
+    let _none = store.save("the sky is blue", Kind::Fact, &[]).unwrap();
+    assert_eq!(search_ids(&store, "cargo suite"), vec![both, one]);
+}
+
+#[test]
+fn mixed_short_and_long_terms_rank_memories_with_both_first() {
+    let (_dir, store) = temp_store();
+    let short_only = new_id(store.save("中文界面", Kind::Fact, &[]).unwrap());
+    let both = new_id(
+        store
+            .save("commit messages in 中文", Kind::Preference, &[])
+            .unwrap(),
+    );
+    let long_only = new_id(store.save("commit often", Kind::Lesson, &[]).unwrap());
+    let ids = search_ids(&store, "中文 commit");
+    assert_eq!(ids[0], both);
+    assert_eq!(ids.len(), 3);
+    assert!(ids.contains(&short_only) && ids.contains(&long_only));
+}
+
+#[test]
+fn tags_are_searchable_and_folded() {
+    let (_dir, store) = temp_store();
+    let id = new_id(
+        store
+            .save(
+                "prefer small commits",
+                Kind::Preference,
+                &["Git".to_string(), "workflow".to_string(), "git".to_string()],
+            )
+            .unwrap(),
+    );
+    assert_eq!(search_ids(&store, "workflow"), vec![id]);
+    let hit = &store.search("workflow", 1).unwrap()[0];
+    assert_eq!(hit.tags, vec!["git", "workflow"]);
+}
+
+#[test]
+fn query_syntax_characters_are_plain_text_not_errors() {
+    let (_dir, store) = temp_store();
+    let id = new_id(
+        store
+            .save(
+                r#"the flag "--no-verify" is (never) OK"#,
+                Kind::Correction,
+                &[],
+            )
+            .unwrap(),
+    );
+    for query in [
+        r#""--no-verify""#,
+        "(never)",
+        "never*",
+        "NOT OR AND",
+        "-",
+        "\"",
+        "a:b",
+        "NEAR(flag verify)",
+        "^flag",
+        r#"" OR "x"#,
+    ] {
+        let hits = store.search(query, 10);
+        assert!(hits.is_ok(), "query {query:?} failed: {hits:?}");
+    }
+    assert_eq!(search_ids(&store, r#""--no-verify""#), vec![id]);
+    assert_eq!(search_ids(&store, "(never)"), vec![id]);
+}
+
+#[test]
+fn empty_query_is_refused() {
+    let (_dir, store) = temp_store();
+    assert!(matches!(
+        store.search("  \n ", 5),
+        Err(MemoryError::EmptyQuery)
+    ));
+}
+
+#[test]
+fn empty_and_oversized_texts_are_refused() {
+    let (_dir, store) = temp_store();
+    assert!(matches!(
+        store.save("   ", Kind::Fact, &[]),
+        Err(MemoryError::EmptyText)
+    ));
+    assert!(matches!(
+        store.save(&"x".repeat(5_000), Kind::Fact, &[]),
+        Err(MemoryError::TooLong(5_000))
+    ));
+}
+
+#[test]
+fn forgotten_memory_is_gone_from_search_and_list() {
+    let (_dir, store) = temp_store();
+    let id = new_id(store.save("temporary fact", Kind::Fact, &[]).unwrap());
+    let forgotten = store.forget(id).unwrap();
+    assert_eq!(forgotten.text, "temporary fact");
+    assert!(search_ids(&store, "temporary").is_empty());
+    assert!(store.list(None, 10).unwrap().is_empty());
+    assert!(matches!(store.forget(id), Err(MemoryError::NotFound(i)) if i == id));
+}
+
+#[test]
+fn list_is_newest_first_and_filters_by_kind() {
+    let (_dir, store) = temp_store();
+    let a = new_id(store.save("first lesson", Kind::Lesson, &[]).unwrap());
+    let b = new_id(store.save("a fact", Kind::Fact, &[]).unwrap());
+    let c = new_id(store.save("second lesson", Kind::Lesson, &[]).unwrap());
+    let all: Vec<i64> = store.list(None, 10).unwrap().iter().map(|m| m.id).collect();
+    assert_eq!(all, vec![c, b, a]);
+    let lessons: Vec<i64> = store
+        .list(Some(Kind::Lesson), 10)
+        .unwrap()
+        .iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(lessons, vec![c, a]);
+    assert_eq!(store.list(None, 1).unwrap().len(), 1);
+}
+
+#[test]
+fn memories_persist_across_reopening_and_schema_version_is_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested/dir/memory.db");
+    let id = {
+        let store = MemoryStore::open(&path).unwrap();
+        new_id(store.save("persisted", Kind::Fact, &[]).unwrap())
+    };
+    let store = MemoryStore::open(&path).unwrap();
+    assert_eq!(search_ids(&store, "persisted"), vec![id]);
+    let conn = raw(&path);
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+}
+
+#[test]
+fn a_database_from_a_newer_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    raw(&path)
+        .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+        .unwrap();
+    assert!(matches!(
+        MemoryStore::open(&path),
+        Err(MemoryError::NewerSchema(v)) if v == SCHEMA_VERSION + 1
+    ));
+}
+
+#[test]
+fn the_unique_normal_form_is_enforced_by_the_database() {
+    let (dir, store) = temp_store();
+    store.save("Same text", Kind::Fact, &[]).unwrap();
+    let conn = raw(&dir.path().join("memory.db"));
+    let second = conn.execute(
+        "INSERT INTO memories (kind, text, norm, tags, created_at) VALUES ('fact', 'SAME TEXT', 'same text', '', 0)",
+        [],
+    );
+    assert!(
+        second.is_err(),
+        "a second row with the same normal form was accepted"
+    );
+}
