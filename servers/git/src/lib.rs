@@ -22,9 +22,12 @@
 //! workspace root is a subdirectory of a repository, `all` stages only the
 //! tracked changes under the root.
 //!
-//! Example: `git_status {}` on a repository with one staged file answers
-//! `On branch main\nStaged (1):\n  A a.txt\n` (pinned by the test
-//! `status_lists_staged_unstaged_untracked_and_renamed_files`).
+//! Example: `git_status {}` in a new repository with `a.txt` staged and
+//! `b.txt` untracked answers
+//! `On branch main (no commits yet)\nStaged (1):\n  A a.txt\nUntracked (1):\n  b.txt\n`
+//! (pinned by the test `status_before_the_first_commit_says_no_commits_yet`).
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod commit;
 pub mod diff;
