@@ -18,9 +18,10 @@
 //!   "git is not installed" and "not a git repository" are errors that say so;
 //! - output is clamped to the server's `--max-output`.
 //!
-//! Status paths are relative to the repository's top directory; when the
-//! workspace root is a subdirectory of a repository, `all` stages only the
-//! tracked changes under the root.
+//! Every path in and out is relative to the workspace root. When the root is
+//! a subdirectory of a repository, status lists only that subdirectory and
+//! `all` stages only the tracked changes under it (already staged changes
+//! elsewhere are still committed by a commit without `paths`).
 //!
 //! Example: `git_status {}` in a new repository with `a.txt` staged and
 //! `b.txt` untracked answers

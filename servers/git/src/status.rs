@@ -4,8 +4,9 @@
 //!
 //! Porcelain v2 with `-z` is the machine format: fields are space-separated,
 //! records end in NUL, paths are never quoted, and a rename record carries
-//! its original path in the next NUL-terminated field. Paths are relative to
-//! the repository's top directory.
+//! its original path in the next NUL-terminated field. Git reports paths
+//! relative to the repository's top directory; they are rewritten relative
+//! to the workspace root.
 
 use std::fmt::Write as _;
 
@@ -47,25 +48,57 @@ pub struct Change {
     pub from: Option<String>,
 }
 
-/// Runs `git status` in the workspace and renders it.
+/// Runs `git status` for the workspace and renders it. When the root is a
+/// subdirectory of the repository, only its part is listed, with paths
+/// relative to the root like every other tool's paths.
 pub async fn status(git: &Git) -> Result<String, GitError> {
+    let prefix = git.run_ok(["rev-parse", "--show-prefix"]).await?;
+    let prefix = prefix.trim_end_matches('\n');
     let args = [
         "status",
         "--porcelain=v2",
         "--branch",
         "-z",
         "--untracked-files=normal",
+        "--",
+        ".",
     ];
     let out = git.run(args).await?;
     if out.code != 0 {
         return Err(failed(args.join(" "), &out));
     }
-    let status = parse(&out.stdout).map_err(|e| GitError::Failed {
+    let mut status = parse(&out.stdout).map_err(|e| GitError::Failed {
         command: args.join(" "),
         code: 0,
         output: e,
     })?;
+    if !prefix.is_empty() {
+        relativize(&mut status, prefix);
+    }
     Ok(render(&status))
+}
+
+/// Rewrites paths relative to the repository top as paths relative to the
+/// subdirectory `prefix` (which ends in `/`).
+pub fn relativize(status: &mut Status, prefix: &str) {
+    let up = "../".repeat(prefix.matches('/').count());
+    let relative = |path: &mut String| {
+        *path = match path.strip_prefix(prefix) {
+            Some(inside) => inside.to_string(),
+            None => format!("{up}{path}"),
+        };
+    };
+    for change in status.staged.iter_mut().chain(status.unstaged.iter_mut()) {
+        relative(&mut change.path);
+        if let Some(from) = &mut change.from {
+            relative(from);
+        }
+    }
+    status.untracked.iter_mut().for_each(relative);
+    status
+        .conflicted
+        .iter_mut()
+        .for_each(|(_, path)| relative(path));
 }
 
 /// Parses the output of `git status --porcelain=v2 --branch -z`.
@@ -310,6 +343,21 @@ mod tests {
         let text = render(&parse(&porcelain).unwrap());
         assert!(text.contains(&format!("Untracked ({}):", MAX_ENTRIES_PER_SECTION + 5)));
         assert!(text.ends_with("  ... and 5 more\n"), "{text}");
+    }
+
+    #[test]
+    fn paths_are_made_relative_to_a_subdirectory_root() {
+        let mut status = parse(concat!(
+            "# branch.oid (initial)\0# branch.head main\0",
+            "2 R. N... 100644 100644 100644 aaaa aaaa R100 a/b/new.txt\0top.txt\0",
+            "? a/b/c/u.txt\0",
+        ))
+        .unwrap();
+        relativize(&mut status, "a/b/");
+        assert_eq!(
+            render(&status),
+            "On branch main (no commits yet)\nStaged (1):\n  R ../../top.txt -> new.txt\nUntracked (1):\n  c/u.txt\n"
+        );
     }
 
     #[test]

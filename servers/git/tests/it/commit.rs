@@ -222,3 +222,51 @@ async fn bad_argument_combinations_are_refused() {
     );
     assert_eq!(repo.commit_count(), 1);
 }
+
+#[tokio::test]
+async fn a_deleted_file_named_in_paths_is_committed_as_a_deletion() {
+    let repo = committed_repo();
+    std::fs::remove_file(repo.path().join("a.txt")).unwrap();
+    let client = client(repo.path()).await;
+    let text = ok(
+        &client,
+        "git_commit",
+        json!({"message": "Drop a", "paths": ["a.txt"]}),
+    )
+    .await;
+    assert!(text.contains("delete mode 100644 a.txt"), "{text}");
+    assert_eq!(repo.git(&["ls-files"]), "b.txt\n");
+}
+
+#[tokio::test]
+async fn with_the_root_in_a_subdirectory_all_stages_only_changes_under_it() {
+    let repo = committed_repo();
+    repo.commit_file("sub/inner.txt", "i\n", "add sub");
+    repo.write("a.txt", "outside change\n");
+    repo.write("sub/inner.txt", "inside change\n");
+    let client = client(&repo.path().join("sub")).await;
+    ok(
+        &client,
+        "git_commit",
+        json!({"message": "Inner only", "all": true}),
+    )
+    .await;
+    assert_eq!(files_in_head(&repo), "sub/inner.txt\n");
+    assert_eq!(repo.git(&["status", "--porcelain"]), " M a.txt\n");
+    // Paths are relative to the root, not to the repository's top.
+    repo.write("sub/inner.txt", "again\n");
+    ok(
+        &client,
+        "git_commit",
+        json!({"message": "Inner again", "paths": ["inner.txt"]}),
+    )
+    .await;
+    assert_eq!(files_in_head(&repo), "sub/inner.txt\n");
+    let diff = ok(
+        &client,
+        "git_diff",
+        json!({"against": "HEAD~1", "path": "inner.txt"}),
+    )
+    .await;
+    assert!(diff.contains("+again"), "{diff}");
+}

@@ -95,3 +95,18 @@ async fn status_shows_conflicted_files() {
     let text = ok(&client, "git_status", json!({})).await;
     assert!(text.ends_with("Conflicted (1):\n  UU m.txt\n"), "{text}");
 }
+
+#[tokio::test]
+async fn with_the_root_in_a_subdirectory_status_lists_its_part_relative_to_it() {
+    let repo = Repo::new();
+    repo.write("top.txt", "t\n");
+    repo.commit_file("sub/in.txt", "i\n", "start");
+    repo.write("top.txt", "t2\n");
+    repo.write("sub/in.txt", "i2\n");
+    repo.write("sub/new.txt", "n\n");
+    let client = client(&repo.path().join("sub")).await;
+    assert_eq!(
+        ok(&client, "git_status", json!({})).await,
+        "On branch main\nUnstaged (1):\n  M in.txt\nUntracked (1):\n  new.txt\n"
+    );
+}
