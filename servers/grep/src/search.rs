@@ -316,8 +316,8 @@ impl Sink for Collect<'_> {
     type Error = io::Error;
 
     fn matched(&mut self, _: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, io::Error> {
-        let mut number = mat.line_number().unwrap_or(0);
-        for line in mat.lines() {
+        let first = mat.line_number().unwrap_or(0);
+        for (number, line) in (first..).zip(mat.lines()) {
             self.hits.matches += 1;
             if self.hits.stored >= self.cap {
                 self.storing = false;
@@ -328,7 +328,6 @@ impl Sink for Collect<'_> {
                     .push(Entry::Match(number, cut_line(line, Some(self.matcher))));
                 self.hits.stored += 1;
             }
-            number += 1;
         }
         Ok(true)
     }

@@ -1,1 +1,210 @@
-//! The shell MCP server (being written).
+//! The shell MCP server: run shell commands inside one workspace root, in
+//! the foreground with a timeout or in the background as tasks.
+//!
+//! Tools:
+//! - `run_command {command, timeout_secs?, cwd?}`: `sh -c` in the root (or
+//!   in `cwd`, which must be inside it); the exit code, stdout and stderr;
+//! - `task_start {command}` → a task id; `task_output {id}` → the output
+//!   since the last read and the status; `task_kill {id}`.
+//!
+//! Invariants:
+//! - every command runs as the leader of its own process group with stdin
+//!   from /dev/null; when it exits, times out (default 120 s, at most 600 s)
+//!   or is killed, the whole group is killed, so nothing it started in the
+//!   background survives it;
+//! - no orphans, ever: tasks die with the server however it ends (see
+//!   [`group`]: a reaper process kills every live group when this process
+//!   is gone, even after SIGKILL);
+//! - a non-zero exit is a normal result; output is clamped to
+//!   `--max-output` keeping each stream's head and tail, and buffered in
+//!   bounded memory however much a command prints;
+//! - calls never block each other: commands are driven by async tokio
+//!   processes, and reading stops once the command and its group are gone
+//!   even if an escaped process holds a pipe open.
+
+pub mod capture;
+pub mod group;
+pub mod run;
+pub mod tasks;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_tools::ToolContext;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{ServerHandler, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::tasks::Tasks;
+
+/// Timeout of `run_command` when the call does not give one, in seconds.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
+/// Largest timeout accepted, in seconds.
+pub const MAX_TIMEOUT_SECS: u64 = 600;
+
+/// Arguments of `run_command`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct RunCommandArgs {
+    /// Shell command line, run with `sh -c` (POSIX sh: pipes, `&&`, redirections work). stdin is empty; use task_start for servers and watchers that do not exit.
+    pub command: String,
+    /// Seconds before the command and everything it started are killed (1 to 600). Default 120.
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
+    /// Directory to run in, relative to the workspace root. Default: the root.
+    #[serde(default)]
+    pub cwd: Option<String>,
+}
+
+/// Arguments of `task_start`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct TaskStartArgs {
+    /// Shell command line to run in the background with `sh -c` in the workspace root (a dev server, a watcher, a long build).
+    pub command: String,
+}
+
+/// Arguments of `task_output` and `task_kill`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct TaskIdArgs {
+    /// Task id returned by task_start.
+    pub id: u32,
+}
+
+/// The shell server: a `ServerHandler` confined to one workspace.
+#[derive(Clone)]
+pub struct ShellServer {
+    ctx: Arc<ToolContext>,
+    tasks: Arc<Tasks>,
+    tool_router: ToolRouter<Self>,
+}
+
+#[tool_router]
+impl ShellServer {
+    /// A shell server acting inside `ctx`'s workspace.
+    pub fn new(ctx: ToolContext) -> Self {
+        let buffer_limit = ctx.max_output.max(32 * 1024) * 4;
+        Self {
+            ctx: Arc::new(ctx),
+            tasks: Arc::new(Tasks::new(buffer_limit)),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// Kills every background task's process group now (also done when the
+    /// last clone of the server is dropped).
+    pub fn kill_all_tasks(&self) {
+        self.tasks.kill_all();
+    }
+
+    /// Run a shell command (`sh -c`) in the workspace root and wait for it. Returns the exit code, stdout and stderr (long output keeps its start and end). A non-zero exit code is reported, not an error. The command runs in its own process group with empty stdin; when it exits or times out (default 120 s), everything it started is killed, so use task_start for anything that must keep running.
+    #[tool(annotations(
+        title = "Run a shell command",
+        read_only_hint = false,
+        destructive_hint = true,
+        idempotent_hint = false,
+        open_world_hint = true
+    ))]
+    async fn run_command(
+        &self,
+        Parameters(args): Parameters<RunCommandArgs>,
+    ) -> Result<String, String> {
+        if args.command.trim().is_empty() {
+            return Err("command is empty: give a shell command line".to_string());
+        }
+        let cwd = self.cwd(args.cwd.as_deref())?;
+        let secs = args
+            .timeout_secs
+            .unwrap_or(DEFAULT_TIMEOUT_SECS)
+            .clamp(1, MAX_TIMEOUT_SECS);
+        run::run_command(
+            &args.command,
+            &cwd,
+            Duration::from_secs(secs),
+            self.ctx.max_output,
+        )
+        .await
+    }
+
+    /// Start a shell command (`sh -c`) in the background in the workspace root and return its task id at once. Read its output with task_output and stop it with task_kill; every task is killed when the server exits.
+    #[tool(annotations(
+        title = "Start a background task",
+        read_only_hint = false,
+        destructive_hint = true,
+        idempotent_hint = false,
+        open_world_hint = true
+    ))]
+    async fn task_start(
+        &self,
+        Parameters(args): Parameters<TaskStartArgs>,
+    ) -> Result<String, String> {
+        if args.command.trim().is_empty() {
+            return Err("command is empty: give a shell command line".to_string());
+        }
+        let (id, pgid) = self.tasks.start(&args.command, self.ctx.workspace.root())?;
+        Ok(format!(
+            "started task {id} (process group {pgid}): {}\nRead its output with task_output {{\"id\": {id}}}; stop it with task_kill.",
+            args.command
+        ))
+    }
+
+    /// Show a background task's status (running, or how it ended) and the output it printed since the last task_output call (stdout and stderr interleaved).
+    #[tool(annotations(
+        title = "Read a background task's output",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = false,
+        open_world_hint = false
+    ))]
+    async fn task_output(
+        &self,
+        Parameters(args): Parameters<TaskIdArgs>,
+    ) -> Result<String, String> {
+        self.tasks.output(args.id, self.ctx.max_output)
+    }
+
+    /// Stop a background task and everything it started (SIGTERM, then SIGKILL after 2 s). Returns its final status and unread output.
+    #[tool(annotations(
+        title = "Stop a background task",
+        read_only_hint = false,
+        destructive_hint = true,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn task_kill(&self, Parameters(args): Parameters<TaskIdArgs>) -> Result<String, String> {
+        self.tasks.kill(args.id, self.ctx.max_output).await
+    }
+}
+
+impl ShellServer {
+    fn cwd(&self, cwd: Option<&str>) -> Result<PathBuf, String> {
+        let Some(cwd) = cwd.map(str::trim).filter(|c| !c.is_empty()) else {
+            return Ok(self.ctx.workspace.root().to_path_buf());
+        };
+        let resolved = self.ctx.workspace.resolve(cwd).map_err(|e| e.to_string())?;
+        if !resolved.is_dir() {
+            return Err(format!(
+                "cwd is not a directory: {cwd} (give a directory relative to the workspace root)"
+            ));
+        }
+        Ok(resolved)
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for ShellServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                env!("CARGO_PKG_NAME"),
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "Run shell commands in the workspace: `run_command` waits for a command (timeout 120 s by default), \
+                 `task_start`/`task_output`/`task_kill` manage long-running background commands. \
+                 Every command runs in its own process group and nothing it starts outlives it.",
+            )
+    }
+}

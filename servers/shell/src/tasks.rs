@@ -1,0 +1,232 @@
+//! Background tasks: commands that keep running between tool calls.
+//!
+//! Each task is a command in its own process group, driven by a tokio task
+//! that interleaves its stdout and stderr into one bounded buffer of unread
+//! output. When the command exits, its group is killed like any command's.
+//! Dropping the [`Tasks`] table (the server going away) kills every group.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use tokio::sync::watch;
+use tokio::task::AbortHandle;
+
+use crate::capture::Captured;
+use crate::group::{ProcessGroup, spawn_in_group};
+use crate::run::{Stream, describe_status, drive};
+
+/// Most tasks running at once.
+pub const MAX_RUNNING: usize = 16;
+/// Most tasks remembered (running or finished); the oldest finished ones
+/// are forgotten first.
+pub const MAX_KEPT: usize = 64;
+/// How long `task_kill` waits after SIGTERM before it sends SIGKILL.
+pub const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// The background tasks of one server.
+#[derive(Debug)]
+pub struct Tasks {
+    buffer_limit: usize,
+    table: Mutex<Table>,
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    next_id: u32,
+    tasks: BTreeMap<u32, Arc<Task>>,
+}
+
+#[derive(Debug)]
+struct Task {
+    command: String,
+    started: Instant,
+    group: Arc<ProcessGroup>,
+    state: Arc<Mutex<TaskState>>,
+    done: watch::Receiver<bool>,
+    driver: AbortHandle,
+}
+
+#[derive(Debug)]
+struct TaskState {
+    unread: Captured,
+    status: Option<String>,
+    killed_on_request: bool,
+}
+
+impl Tasks {
+    /// An empty table; each task keeps at most about `buffer_limit` bytes
+    /// of unread output (its head and tail).
+    pub fn new(buffer_limit: usize) -> Self {
+        Self {
+            buffer_limit,
+            table: Mutex::new(Table {
+                next_id: 1,
+                tasks: BTreeMap::new(),
+            }),
+        }
+    }
+
+    /// Starts `command` in `cwd`; returns the task id and the group id.
+    /// Must run inside a tokio runtime.
+    pub fn start(&self, command: &str, cwd: &Path) -> Result<(u32, i32), String> {
+        let mut table = self.lock();
+        let running = table.tasks.values().filter(|t| !t.is_done()).count();
+        if running >= MAX_RUNNING {
+            return Err(format!(
+                "{running} tasks are already running, the most allowed; stop one with task_kill first"
+            ));
+        }
+        table.forget_finished_beyond(MAX_KEPT - 1);
+        let (mut child, group) =
+            spawn_in_group(command, cwd).map_err(|e| format!("cannot start `sh -c`: {e}"))?;
+        let group = Arc::new(group);
+        let pgid = group.id();
+        let state = Arc::new(Mutex::new(TaskState {
+            unread: Captured::new(self.buffer_limit),
+            status: None,
+            killed_on_request: false,
+        }));
+        let (done_tx, done) = watch::channel(false);
+        let driver = {
+            let group = group.clone();
+            let state = state.clone();
+            tokio::spawn(async move {
+                let ended = drive(&mut child, &group, None, |_: Stream, bytes| {
+                    lock(&state).unread.push(bytes);
+                })
+                .await;
+                lock(&state).status = Some(describe_status(ended.status));
+                let _ = done_tx.send(true);
+            })
+            .abort_handle()
+        };
+        let id = table.next_id;
+        table.next_id += 1;
+        table.tasks.insert(
+            id,
+            Arc::new(Task {
+                command: command.to_string(),
+                started: Instant::now(),
+                group,
+                state,
+                done,
+                driver,
+            }),
+        );
+        Ok((id, pgid))
+    }
+
+    /// The task's status line and the output it produced since the last
+    /// read, rendered in at most about `budget` bytes.
+    pub fn output(&self, id: u32, budget: usize) -> Result<String, String> {
+        let task = self.get(id)?;
+        Ok(task.report(budget))
+    }
+
+    /// Stops a task: SIGTERM to its group, then SIGKILL after
+    /// [`KILL_GRACE`]. Returns its final report.
+    pub async fn kill(&self, id: u32, budget: usize) -> Result<String, String> {
+        let task = self.get(id)?;
+        if !task.is_done() {
+            lock(&task.state).killed_on_request = true;
+            task.group.signal(Signal::SIGTERM);
+            let mut done = task.done.clone();
+            let _ = tokio::time::timeout(KILL_GRACE, done.wait_for(|d| *d)).await;
+            task.group.kill();
+            let _ = tokio::time::timeout(KILL_GRACE, done.wait_for(|d| *d)).await;
+        }
+        Ok(task.report(budget))
+    }
+
+    /// Kills every task's process group (the server is going away).
+    pub fn kill_all(&self) {
+        for task in self.lock().tasks.values() {
+            task.driver.abort();
+            task.group.kill();
+        }
+    }
+
+    fn get(&self, id: u32) -> Result<Arc<Task>, String> {
+        let table = self.lock();
+        table.tasks.get(&id).cloned().ok_or_else(|| {
+            let known: Vec<String> = table.tasks.keys().map(u32::to_string).collect();
+            if known.is_empty() {
+                format!("no task with id {id}: no tasks have been started (use task_start)")
+            } else {
+                format!("no task with id {id}; known task ids: {}", known.join(", "))
+            }
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        self.kill_all();
+    }
+}
+
+impl Table {
+    fn forget_finished_beyond(&mut self, keep: usize) {
+        while self.tasks.len() > keep {
+            let oldest_done = self
+                .tasks
+                .iter()
+                .find(|(_, t)| t.is_done())
+                .map(|(id, _)| *id);
+            match oldest_done {
+                Some(id) => {
+                    self.tasks.remove(&id);
+                }
+                None => break,
+            }
+        }
+    }
+}
+
+impl Task {
+    fn is_done(&self) -> bool {
+        *self.done.borrow()
+    }
+
+    fn report(&self, budget: usize) -> String {
+        let (unread, status, killed) = {
+            let mut state = lock(&self.state);
+            (
+                state.unread.take(),
+                state.status.clone(),
+                state.killed_on_request,
+            )
+        };
+        let status = match status {
+            None => format!(
+                "running for {} s (process group {})",
+                self.started.elapsed().as_secs(),
+                self.group.id()
+            ),
+            Some(status) if killed => format!("{status} (stopped by task_kill)"),
+            Some(status) => status,
+        };
+        let mut out = format!("status: {status}\ncommand: {}\n", self.command);
+        if unread.is_empty() {
+            out.push_str("(no new output)\n");
+        } else {
+            out.push_str("--- new output\n");
+            out.push_str(&unread.render(budget));
+            if !out.ends_with('\n') {
+                out.push('\n');
+            }
+        }
+        out
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
