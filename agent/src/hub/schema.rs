@@ -1,0 +1,428 @@
+//! Input schemas made safe to send to any OpenAI-compatible provider.
+//!
+//! schemars emits draft 2020-12 with `$schema`, `$defs` and `$ref`; external
+//! servers send whatever they like. Providers differ in what they accept, and
+//! one schema a provider rejects fails every request that declares it, so each
+//! tool's schema goes through [`sanitize`] on its own:
+//!
+//! - `$schema`, `$id`, `$comment`, `$defs` and `definitions` are dropped;
+//! - every local `$ref` (`#/$defs/X`, `#/definitions/X`, any `#/...` pointer)
+//!   is replaced by what it points at, with the keywords next to the `$ref`
+//!   kept on top; a recursive reference, or one nested deeper than
+//!   [`MAX_REF_DEPTH`], becomes a stub holding only the target's `type`;
+//! - a reference that cannot be resolved becomes `{}` (any value) and is
+//!   reported;
+//! - the root gets `"type": "object"` when it has none, and every object
+//!   schema gets a `properties` map when it has none;
+//! - a root that is not an object schema is replaced by an empty object
+//!   schema and reported.
+//!
+//! Only schema positions are rewritten: `enum`, `const`, `default` and
+//! `examples` values, and the keys of `properties`, are data and stay as they
+//! are, even when they look like `$ref`.
+
+use serde_json::{Map, Value, json};
+
+/// How many `$ref`s may be expanded inside one another before the next one
+/// becomes a stub. Bounds the output of recursive and deeply chained
+/// definitions.
+pub const MAX_REF_DEPTH: usize = 8;
+
+/// How deep schemas may nest before the rest is replaced by `{}`; protects
+/// the walk from a hostile schema.
+const MAX_NESTING: usize = 64;
+
+/// Keywords that never reach the provider.
+const DROPPED: &[&str] = &["$schema", "$id", "$comment", "$defs", "definitions"];
+
+/// The sanitised schema and the problems found on the way (an unresolvable
+/// reference, a root that is not an object). Expected rewrites (inlining,
+/// recursion stubs, a defaulted root type) are not problems.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sanitized {
+    /// The schema to declare as the function's `parameters`.
+    pub schema: Value,
+    /// One line per problem, for the hub's warnings.
+    pub problems: Vec<String>,
+}
+
+/// Sanitises one tool's input schema (see the module docs). Total: any JSON
+/// object yields a usable object schema.
+pub fn sanitize(input: &Map<String, Value>) -> Sanitized {
+    let root = Value::Object(input.clone());
+    let mut walker = Walker {
+        root: &root,
+        ref_stack: Vec::new(),
+        problems: Vec::new(),
+    };
+    let schema = walker.schema(&root, 0);
+    let mut problems = walker.problems;
+    let schema = fix_root(schema, &mut problems);
+    Sanitized { schema, problems }
+}
+
+fn fix_root(schema: Value, problems: &mut Vec<String>) -> Value {
+    let Value::Object(mut map) = schema else {
+        problems.push(format!(
+            "input schema {schema} is not an object schema; declared as an empty object"
+        ));
+        return json!({"type": "object", "properties": {}});
+    };
+    let is_object = match map.get("type") {
+        None => true,
+        Some(Value::String(t)) => t == "object",
+        Some(Value::Array(types)) => types.iter().any(|t| t == "object"),
+        Some(_) => false,
+    };
+    if !is_object {
+        problems.push(format!(
+            "input schema has type {}, not object; declared as an empty object",
+            map["type"]
+        ));
+        return json!({"type": "object", "properties": {}});
+    }
+    map.insert("type".into(), json!("object"));
+    map.entry("properties").or_insert_with(|| json!({}));
+    Value::Object(map)
+}
+
+struct Walker<'a> {
+    root: &'a Value,
+    ref_stack: Vec<String>,
+    problems: Vec<String>,
+}
+
+impl Walker<'_> {
+    /// Rewrites one schema (an object or a boolean schema).
+    fn schema(&mut self, schema: &Value, depth: usize) -> Value {
+        if depth > MAX_NESTING {
+            self.problems.push(format!(
+                "schema nested deeper than {MAX_NESTING} levels; cut to {{}}"
+            ));
+            return json!({});
+        }
+        let Value::Object(map) = schema else {
+            return schema.clone();
+        };
+        let mut out = match map.get("$ref") {
+            Some(Value::String(reference)) => match self.expand(reference, depth) {
+                Value::Object(expanded) => expanded,
+                // A boolean schema behind a `$ref`: siblings cannot be merged
+                // into it, and `true`/`false` already says everything.
+                other => return other,
+            },
+            _ => Map::new(),
+        };
+        for (key, value) in map {
+            if key == "$ref" || DROPPED.contains(&key.as_str()) {
+                continue;
+            }
+            let value = self.keyword(key, value, depth);
+            out.insert(key.clone(), value);
+        }
+        if out.get("type").is_some_and(|t| t == "object") && !out.contains_key("properties") {
+            out.insert("properties".into(), json!({}));
+        }
+        Value::Object(out)
+    }
+
+    /// Rewrites the value of `key` when that keyword holds schemas; leaves
+    /// data keywords alone.
+    fn keyword(&mut self, key: &str, value: &Value, depth: usize) -> Value {
+        match key {
+            "properties" | "patternProperties" | "dependentSchemas" => match value {
+                Value::Object(map) => Value::Object(
+                    map.iter()
+                        .map(|(name, schema)| (name.clone(), self.schema(schema, depth + 1)))
+                        .collect(),
+                ),
+                other => other.clone(),
+            },
+            "anyOf" | "oneOf" | "allOf" | "prefixItems" | "items" | "additionalItems" => {
+                match value {
+                    Value::Array(schemas) => Value::Array(
+                        schemas
+                            .iter()
+                            .map(|schema| self.schema(schema, depth + 1))
+                            .collect(),
+                    ),
+                    schema => self.schema(schema, depth + 1),
+                }
+            }
+            "additionalProperties"
+            | "unevaluatedProperties"
+            | "unevaluatedItems"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
+            | "contains"
+            | "propertyNames" => self.schema(value, depth + 1),
+            _ => value.clone(),
+        }
+    }
+
+    /// What `reference` stands for, already rewritten.
+    fn expand(&mut self, reference: &str, depth: usize) -> Value {
+        let Some(pointer) = reference.strip_prefix('#') else {
+            self.problems
+                .push(format!("$ref {reference:?} is not local; replaced by {{}}"));
+            return json!({});
+        };
+        let Some(target) = self.root.pointer(pointer) else {
+            self.problems.push(format!(
+                "$ref {reference:?} points nowhere; replaced by {{}}"
+            ));
+            return json!({});
+        };
+        if self.ref_stack.iter().any(|r| r == reference) || self.ref_stack.len() >= MAX_REF_DEPTH {
+            return stub(target);
+        }
+        self.ref_stack.push(reference.to_string());
+        let expanded = self.schema(target, depth + 1);
+        self.ref_stack.pop();
+        expanded
+    }
+}
+
+/// What a reference is cut to when it cannot be expanded further: the
+/// target's `type` only, so the model still knows the shape's kind.
+fn stub(target: &Value) -> Value {
+    match target.get("type") {
+        Some(Value::String(t)) if t == "object" => json!({"type": "object", "properties": {}}),
+        Some(t) => json!({ "type": t }),
+        None => json!({}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(input: Value, expected: Value) {
+        let Value::Object(map) = input else {
+            panic!("test input must be an object")
+        };
+        let out = sanitize(&map);
+        assert_eq!(
+            out.schema,
+            expected,
+            "\nactual:\n{}\n",
+            serde_json::to_string_pretty(&out.schema).unwrap_or_default()
+        );
+        assert!(out.problems.is_empty(), "{:?}", out.problems);
+    }
+
+    fn problems(input: Value) -> Sanitized {
+        let Value::Object(map) = input else {
+            panic!("test input must be an object")
+        };
+        sanitize(&map)
+    }
+
+    #[test]
+    fn schema_keyword_and_defs_are_dropped_and_refs_inlined() {
+        // What schemars emits for a struct with an optional enum field.
+        check(
+            json!({
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "$defs": {"Op": {"enum": ["add", "sub"], "type": "string"}},
+                "type": "object",
+                "properties": {
+                    "a": {"type": "integer", "format": "int64", "description": "Left"},
+                    "op": {"anyOf": [{"$ref": "#/$defs/Op"}, {"type": "null"}], "description": "Operation"}
+                },
+                "required": ["a"]
+            }),
+            json!({
+                "type": "object",
+                "properties": {
+                    "a": {"type": "integer", "format": "int64", "description": "Left"},
+                    "op": {"anyOf": [{"enum": ["add", "sub"], "type": "string"}, {"type": "null"}], "description": "Operation"}
+                },
+                "required": ["a"]
+            }),
+        );
+    }
+
+    #[test]
+    fn keywords_next_to_a_ref_win_over_the_target() {
+        check(
+            json!({
+                "type": "object",
+                "properties": {"mode": {"$ref": "#/definitions/Mode", "description": "How"}},
+                "definitions": {"Mode": {"type": "string", "description": "Old"}}
+            }),
+            json!({
+                "type": "object",
+                "properties": {"mode": {"type": "string", "description": "How"}}
+            }),
+        );
+    }
+
+    #[test]
+    fn refs_inside_refs_are_inlined_too() {
+        check(
+            json!({
+                "type": "object",
+                "properties": {"outer": {"$ref": "#/$defs/Outer"}},
+                "$defs": {
+                    "Outer": {"type": "object", "properties": {"inner": {"$ref": "#/$defs/Inner"}}},
+                    "Inner": {"type": "array", "items": {"$ref": "#/$defs/Leaf"}},
+                    "Leaf": {"type": "boolean"}
+                }
+            }),
+            json!({
+                "type": "object",
+                "properties": {"outer": {"type": "object", "properties": {
+                    "inner": {"type": "array", "items": {"type": "boolean"}}
+                }}}
+            }),
+        );
+    }
+
+    #[test]
+    fn a_recursive_ref_is_bounded_by_a_stub() {
+        check(
+            json!({
+                "type": "object",
+                "properties": {"tree": {"$ref": "#/$defs/Node"}},
+                "$defs": {"Node": {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string"},
+                        "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}
+                    }
+                }}
+            }),
+            json!({
+                "type": "object",
+                "properties": {"tree": {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string"},
+                        "children": {"type": "array", "items": {"type": "object", "properties": {}}}
+                    }
+                }}
+            }),
+        );
+    }
+
+    #[test]
+    fn mutually_recursive_refs_terminate() {
+        let out = problems(json!({
+            "type": "object",
+            "properties": {"a": {"$ref": "#/$defs/A"}},
+            "$defs": {
+                "A": {"type": "object", "properties": {"b": {"$ref": "#/$defs/B"}}},
+                "B": {"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}}
+            }
+        }));
+        assert_eq!(
+            out.schema["properties"]["a"]["properties"]["b"]["properties"]["a"],
+            json!({"type": "object", "properties": {}})
+        );
+    }
+
+    #[test]
+    fn a_long_chain_of_refs_is_cut_at_the_depth_bound() {
+        let mut defs = Map::new();
+        for i in 0..20 {
+            defs.insert(
+                format!("D{i}"),
+                json!({"type": "object", "properties": {"next": {"$ref": format!("#/$defs/D{}", i + 1)}}}),
+            );
+        }
+        defs.insert("D20".into(), json!({"type": "string"}));
+        let out = problems(json!({"$ref": "#/$defs/D0", "$defs": defs}));
+        let mut node = &out.schema;
+        let mut levels = 0;
+        while let Some(next) = node.get("properties").and_then(|p| p.get("next")) {
+            node = next;
+            levels += 1;
+        }
+        assert_eq!(levels, MAX_REF_DEPTH);
+        assert_eq!(node, &json!({"type": "object", "properties": {}}));
+    }
+
+    #[test]
+    fn a_root_ref_is_inlined() {
+        check(
+            json!({"$ref": "#/$defs/Args", "$defs": {"Args": {"type": "object", "properties": {"x": {"type": "string"}}}}}),
+            json!({"type": "object", "properties": {"x": {"type": "string"}}}),
+        );
+    }
+
+    #[test]
+    fn a_missing_root_type_defaults_to_object() {
+        check(
+            json!({"properties": {"path": {"type": "string"}}}),
+            json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        );
+    }
+
+    #[test]
+    fn an_empty_schema_becomes_an_empty_object_schema() {
+        check(json!({}), json!({"type": "object", "properties": {}}));
+    }
+
+    #[test]
+    fn object_schemas_without_properties_get_an_empty_map() {
+        check(
+            json!({"type": "object", "properties": {"env": {"type": "object", "additionalProperties": {"type": "string"}}}}),
+            json!({"type": "object", "properties": {"env": {"type": "object", "additionalProperties": {"type": "string"}, "properties": {}}}}),
+        );
+    }
+
+    #[test]
+    fn a_nullable_object_root_is_declared_as_object() {
+        check(
+            json!({"type": ["object", "null"], "properties": {}}),
+            json!({"type": "object", "properties": {}}),
+        );
+    }
+
+    #[test]
+    fn data_that_looks_like_a_ref_is_left_alone() {
+        check(
+            json!({"type": "object", "properties": {
+                "$ref": {"type": "string", "enum": ["$ref"], "default": {"$ref": "#/nowhere"}}
+            }}),
+            json!({"type": "object", "properties": {
+                "$ref": {"type": "string", "enum": ["$ref"], "default": {"$ref": "#/nowhere"}}
+            }}),
+        );
+    }
+
+    #[test]
+    fn an_unresolvable_ref_becomes_any_and_is_reported() {
+        let out = problems(json!({
+            "type": "object",
+            "properties": {"x": {"$ref": "#/$defs/Missing"}, "y": {"$ref": "https://example.com/s.json"}}
+        }));
+        assert_eq!(out.schema["properties"]["x"], json!({}));
+        assert_eq!(out.schema["properties"]["y"], json!({}));
+        assert_eq!(out.problems.len(), 2, "{:?}", out.problems);
+        assert!(
+            out.problems[0].contains("#/$defs/Missing"),
+            "{:?}",
+            out.problems
+        );
+    }
+
+    #[test]
+    fn a_non_object_root_is_replaced_and_reported() {
+        let out = problems(json!({"type": "string"}));
+        assert_eq!(out.schema, json!({"type": "object", "properties": {}}));
+        assert_eq!(out.problems.len(), 1);
+        assert!(out.problems[0].contains("not object"), "{:?}", out.problems);
+    }
+
+    #[test]
+    fn a_ref_to_a_boolean_schema_becomes_that_boolean() {
+        check(
+            json!({"type": "object", "properties": {"any": {"$ref": "#/$defs/Any"}}, "$defs": {"Any": true}}),
+            json!({"type": "object", "properties": {"any": true}}),
+        );
+    }
+}

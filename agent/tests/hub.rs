@@ -1,0 +1,592 @@
+//! The MCP client hub against real servers: the in-process files server and
+//! `examples/fixture_server.rs` as a child process over stdio.
+//!
+//! The fixture is an example of this package, so `cargo test -p nanohermes`
+//! builds it to `target/<profile>/examples/`; [`fixture_server`] finds it next
+//! to this test's executable. When a test is run on its own with
+//! `--test hub`, cargo does not build examples: build it first with
+//! `cargo build -p nanohermes --example fixture_server`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use nanohermes::hub::{Builtin, ExternalServer, Hub, HubConfig, MAX_RESTARTS, ToolInfo};
+use serde_json::{Map, Value, json};
+
+/// Generous: a deadlock guard, not a speed claim.
+const STARTUP: Duration = Duration::from_secs(30);
+
+fn fixture_server() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/hub-HASH → target/<profile>/examples/fixture_server
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("test executable lives in target/<profile>/deps");
+    let path = profile_dir
+        .join("examples")
+        .join(format!("fixture_server{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo test -p nanohermes` (which builds examples) or \
+         `cargo build -p nanohermes --example fixture_server` first",
+        path.display()
+    );
+    path
+}
+
+fn fixture(name: &str, args: &[&str]) -> ExternalServer {
+    ExternalServer {
+        name: name.to_string(),
+        command: fixture_server().display().to_string(),
+        args: args.iter().map(|a| a.to_string()).collect(),
+        env: vec![("FIXTURE_GREETING".to_string(), "hello from env".to_string())],
+    }
+}
+
+fn config(workspace: &Path, builtins: &[Builtin], external: Vec<ExternalServer>) -> HubConfig {
+    HubConfig {
+        workspace: workspace.to_path_buf(),
+        max_output: mcp_tools::DEFAULT_MAX_OUTPUT,
+        builtins: builtins.to_vec(),
+        external,
+        startup_timeout: STARTUP,
+    }
+}
+
+async fn start(workspace: &Path, builtins: &[Builtin], external: Vec<ExternalServer>) -> Hub {
+    Hub::start(config(workspace, builtins, external))
+        .await
+        .expect("hub starts")
+}
+
+fn args(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        other => panic!("arguments must be an object, got {other}"),
+    }
+}
+
+fn names(tools: &[ToolInfo]) -> Vec<&str> {
+    tools.iter().map(|t| t.name.as_str()).collect()
+}
+
+/// Every `$ref`, `$defs` or `$schema` key anywhere in `value`.
+fn schema_leftovers(value: &Value) -> Vec<String> {
+    let mut found = Vec::new();
+    match value {
+        Value::Object(map) => {
+            for (key, inner) in map {
+                if ["$ref", "$defs", "$schema", "definitions"].contains(&key.as_str()) {
+                    found.push(key.clone());
+                }
+                found.extend(schema_leftovers(inner));
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| found.extend(schema_leftovers(v))),
+        _ => {}
+    }
+    found
+}
+
+fn pid_is_alive(pid: &str) -> bool {
+    std::process::Command::new("kill")
+        .args(["-0", pid])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn the_hub_can_be_shared_across_tasks() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Hub>();
+}
+
+#[tokio::test]
+async fn builtin_and_external_tools_are_merged_in_a_fixed_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start(dir.path(), &[Builtin::Files], vec![fixture("fx", &[])]).await;
+    let names = names(hub.tools());
+    let files: Vec<&str> = hub
+        .tools()
+        .iter()
+        .filter(|t| t.server == "files")
+        .map(|t| t.name.as_str())
+        .collect();
+    assert!(
+        files.contains(&"read_file") && files.contains(&"write_file"),
+        "{files:?}"
+    );
+    assert!(files.is_sorted(), "a server's tools are sorted: {files:?}");
+    let first_external = names.iter().position(|n| n.starts_with("fx__")).unwrap();
+    assert_eq!(
+        first_external,
+        files.len(),
+        "built-ins come first: {names:?}"
+    );
+    for tool in &hub.tools()[first_external..] {
+        assert_eq!(tool.server, "fx");
+        assert!(tool.name.starts_with("fx__"), "{}", tool.name);
+    }
+    let echo = hub.tool("fx__echo").expect("fx__echo is declared");
+    assert_eq!(echo.raw_name, "echo");
+    assert_eq!(echo.description, "Echo the text back.");
+    assert!(echo.read_only);
+    assert!(!hub.tool("fx__touch").unwrap().read_only);
+    assert!(hub.tool("read_file").unwrap().read_only);
+    assert!(!hub.tool("write_file").unwrap().read_only);
+    assert!(
+        hub.warnings().iter().all(|w| !w.contains("failed")),
+        "{:?}",
+        hub.warnings()
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn every_name_is_valid_and_collisions_are_renamed_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start(dir.path(), &[Builtin::Files], vec![fixture("fx", &[])]).await;
+    for tool in hub.tools() {
+        let name = &tool.name;
+        assert!((1..=64).contains(&name.len()), "{name}");
+        assert!(
+            name.starts_with(|c: char| c.is_ascii_alphabetic()),
+            "{name}"
+        );
+        assert!(
+            name.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+            "{name}"
+        );
+    }
+    // `dotted.name` sorts before `dotted_name`, so it keeps the plain name.
+    assert_eq!(hub.tool("fx__dotted_name").unwrap().raw_name, "dotted.name");
+    assert_eq!(
+        hub.tool("fx__dotted_name_2").unwrap().raw_name,
+        "dotted_name"
+    );
+    assert!(
+        hub.warnings()
+            .iter()
+            .any(|w| w.contains("dotted_name") && w.contains("fx__dotted_name_2")),
+        "{:?}",
+        hub.warnings()
+    );
+    let long = hub
+        .tools()
+        .iter()
+        .find(|t| t.raw_name.starts_with("a_tool_whose_name"))
+        .unwrap();
+    assert_eq!(long.name.len(), 64, "{}", long.name);
+    assert_eq!(hub.call(&long.name.clone(), Map::new()).await, "long");
+    assert_eq!(
+        hub.call("fx__dotted_name_2", Map::new()).await,
+        "underscore"
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn declarations_are_openai_functions_with_sanitised_schemas() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start(dir.path(), &[Builtin::Files], vec![fixture("fx", &[])]).await;
+    assert_eq!(hub.declarations().len(), hub.tools().len());
+    for (declaration, tool) in hub.declarations().iter().zip(hub.tools()) {
+        assert_eq!(declaration["type"], "function");
+        assert_eq!(declaration["function"]["name"], tool.name.as_str());
+        assert_eq!(
+            declaration["function"]["description"],
+            tool.description.as_str()
+        );
+        let parameters = &declaration["function"]["parameters"];
+        assert_eq!(parameters["type"], "object", "{}", tool.name);
+        assert!(parameters["properties"].is_object(), "{}", tool.name);
+        assert_eq!(
+            schema_leftovers(parameters),
+            Vec::<String>::new(),
+            "{}",
+            tool.name
+        );
+    }
+    let odd = hub
+        .declarations()
+        .iter()
+        .find(|d| d["function"]["name"] == "fx__odd_schema")
+        .unwrap();
+    assert_eq!(
+        odd["function"]["parameters"],
+        json!({"type": "object", "properties": {"item": {"type": "object", "properties": {
+            "label": {"type": "string"},
+            "children": {"type": "array", "items": {"type": "object", "properties": {}}}
+        }}}})
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn tools_are_listed_across_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start(
+        dir.path(),
+        &[],
+        vec![
+            fixture("whole", &[]),
+            fixture("paged", &["--page-size", "2"]),
+        ],
+    )
+    .await;
+    let whole: Vec<&str> = hub
+        .tools()
+        .iter()
+        .filter(|t| t.server == "whole")
+        .map(|t| t.raw_name.as_str())
+        .collect();
+    let paged: Vec<&str> = hub
+        .tools()
+        .iter()
+        .filter(|t| t.server == "paged")
+        .map(|t| t.raw_name.as_str())
+        .collect();
+    assert!(whole.len() > 4, "{whole:?}");
+    assert_eq!(paged, whole);
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_call_is_routed_to_its_external_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start(dir.path(), &[Builtin::Files], vec![fixture("fx", &[])]).await;
+    assert_eq!(
+        hub.call("fx__echo", args(json!({"text": "ping"}))).await,
+        "ping"
+    );
+    assert_eq!(
+        hub.call("fx__env", args(json!({"name": "FIXTURE_GREETING"})))
+            .await,
+        "hello from env"
+    );
+    let cwd = hub.call("fx__cwd", Map::new()).await;
+    assert_eq!(
+        Path::new(&cwd).canonicalize().unwrap(),
+        dir.path().canonicalize().unwrap(),
+        "external servers start in the workspace"
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_files_builtin_writes_and_reads_real_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start(dir.path(), &[Builtin::Files], vec![]).await;
+    let written = hub
+        .call(
+            "write_file",
+            args(json!({"path": "notes/a.txt", "content": "alpha\n"})),
+        )
+        .await;
+    assert!(!written.starts_with("ERROR"), "{written}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes/a.txt")).unwrap(),
+        "alpha\n"
+    );
+    let read = hub
+        .call("read_file", args(json!({"path": "notes/a.txt"})))
+        .await;
+    assert!(read.contains("alpha"), "{read}");
+    let outside = hub.call("read_file", args(json!({"path": "../x"}))).await;
+    assert!(outside.starts_with("ERROR: "), "{outside}");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn results_are_rendered_for_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start(dir.path(), &[], vec![fixture("fx", &[])]).await;
+    assert_eq!(
+        hub.call("fx__image", Map::new()).await,
+        "[image: image/png, 5 bytes]"
+    );
+    assert_eq!(
+        hub.call("fx__structured", Map::new()).await,
+        r#"{"answer":42}"#
+    );
+    assert_eq!(
+        hub.call("fx__fail", Map::new()).await,
+        "ERROR: it failed on purpose; try echo"
+    );
+    let bad_args = hub.call("fx__echo", args(json!({"txt": 1}))).await;
+    assert!(bad_args.starts_with("ERROR: "), "{bad_args}");
+    assert!(
+        bad_args.contains("text"),
+        "names the missing field: {bad_args}"
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn long_results_are_clamped_to_max_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(dir.path(), &[], vec![fixture("fx", &[])]);
+    config.max_output = 100;
+    let hub = Hub::start(config).await.unwrap();
+    let out = hub
+        .call("fx__echo", args(json!({"text": "y".repeat(500)})))
+        .await;
+    assert!(out.starts_with(&"y".repeat(100)), "{out}");
+    assert!(out.ends_with("[... 400 more bytes omitted]"), "{out}");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_unknown_tool_names_the_available_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start(dir.path(), &[Builtin::Files], vec![]).await;
+    let out = hub.call("delete_everything", Map::new()).await;
+    assert!(
+        out.starts_with("ERROR: unknown tool delete_everything; available tools: "),
+        "{out}"
+    );
+    assert!(
+        out.contains("read_file") && out.contains("write_file"),
+        "{out}"
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_that_dies_mid_call_is_reported_then_restarted_once() {
+    assert_eq!(MAX_RESTARTS, 1);
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start(dir.path(), &[Builtin::Files], vec![fixture("fx", &[])]).await;
+    let first_pid = hub.call("fx__pid", Map::new()).await;
+
+    // The call during which the server dies.
+    assert_eq!(
+        hub.call("fx__crash", Map::new()).await,
+        "ERROR: server fx is not running (the connection closed; last stderr line: \
+         fixture_server: crash requested, exiting with 3); it will be restarted on the next call"
+    );
+    assert!(!hub.is_running("fx"));
+    // The built-in server is not affected.
+    let listed = hub.call("list_dir", Map::new()).await;
+    assert!(!listed.starts_with("ERROR"), "{listed}");
+
+    // The next call restarts it and goes through.
+    let second_pid = hub.call("fx__pid", Map::new()).await;
+    assert!(second_pid.parse::<u32>().is_ok(), "{second_pid}");
+    assert_ne!(second_pid, first_pid, "a new process");
+    assert!(hub.is_running("fx"));
+    assert_eq!(
+        hub.call("fx__echo", args(json!({"text": "back"}))).await,
+        "back"
+    );
+
+    // A second death is final.
+    let stays_down = "ERROR: server fx is not running (the connection closed; last stderr line: \
+         fixture_server: crash requested, exiting with 3); it was already restarted once and stays down";
+    assert_eq!(hub.call("fx__crash", Map::new()).await, stays_down);
+    assert_eq!(
+        hub.call("fx__echo", args(json!({"text": "x"}))).await,
+        stays_down
+    );
+    let listed = hub.call("list_dir", Map::new()).await;
+    assert!(!listed.starts_with("ERROR"), "{listed}");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_killed_between_calls_is_restarted_by_the_next_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start(dir.path(), &[], vec![fixture("fx", &[])]).await;
+    let pid = hub.call("fx__pid", Map::new()).await;
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    // Wait until the hub has noticed (the connection closes on EOF).
+    while hub.is_running("fx") {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        hub.call("fx__echo", args(json!({"text": "again"}))).await,
+        "again"
+    );
+    assert_ne!(hub.call("fx__pid", Map::new()).await, pid);
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_initialize_is_skipped_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(
+        dir.path(),
+        &[Builtin::Files],
+        vec![fixture("hang", &["--hang"]), fixture("fx", &[])],
+    );
+    config.startup_timeout = Duration::from_secs(2);
+    let hub = Hub::start(config).await.unwrap();
+    assert_eq!(hub.warnings()[0], "server hang did not start within 2 s");
+    assert!(hub.tools().iter().all(|t| t.server != "hang"));
+    assert!(!hub.is_running("hang"));
+    assert!(
+        hub.call("hang__echo", Map::new())
+            .await
+            .starts_with("ERROR: unknown tool hang__echo")
+    );
+    assert_eq!(
+        hub.call("fx__echo", args(json!({"text": "ok"}))).await,
+        "ok"
+    );
+    let listed = hub.call("list_dir", Map::new()).await;
+    assert!(!listed.starts_with("ERROR"), "{listed}");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_that_fails_to_start_is_a_warning_quoting_its_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = ExternalServer {
+        name: "missing".into(),
+        command: "/nonexistent/mcp-server".into(),
+        args: vec![],
+        env: vec![],
+    };
+    let hub = start(
+        dir.path(),
+        &[Builtin::Files],
+        vec![fixture("broken", &["--fail-start"]), missing],
+    )
+    .await;
+    let warnings = hub.warnings();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("server broken failed to start: "),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings[0]
+            .ends_with("; last stderr line: fixture_server: refusing to start (--fail-start)"),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings[1]
+            .starts_with("server missing failed to start: cannot run \"/nonexistent/mcp-server\""),
+        "{warnings:?}"
+    );
+    assert!(hub.tool("read_file").is_some());
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_call_that_takes_too_long_times_out_and_the_server_keeps_working() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start(dir.path(), &[], vec![fixture("fx", &[])])
+        .await
+        .with_call_timeout(Duration::from_millis(200));
+    assert_eq!(
+        hub.call("fx__slow", args(json!({"ms": 600_000}))).await,
+        "ERROR: tool slow on server fx timed out after 0.2 s; the call was cancelled"
+    );
+    assert!(hub.is_running("fx"));
+    assert_eq!(
+        hub.call("fx__echo", args(json!({"text": "still here"})))
+            .await,
+        "still here"
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn calls_to_one_server_run_concurrently() {
+    let dir = tempfile::tempdir().unwrap();
+    // The timeout only turns a deadlock into a failed assertion.
+    let hub = start(dir.path(), &[], vec![fixture("fx", &[])])
+        .await
+        .with_call_timeout(Duration::from_secs(30));
+    let marker = dir.path().join("marker").display().to_string();
+    // `wait_for_file` is sent first and answers only once `touch` has run:
+    // if calls to a server were serialised, this would deadlock.
+    let (waited, touched) = tokio::join!(
+        hub.call("fx__wait_for_file", args(json!({"path": marker}))),
+        hub.call("fx__touch", args(json!({"path": marker}))),
+    );
+    assert_eq!((waited.as_str(), touched.as_str()), ("seen", "touched"));
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn calls_to_different_servers_run_concurrently() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start(dir.path(), &[Builtin::Files], vec![fixture("fx", &[])])
+        .await
+        .with_call_timeout(Duration::from_secs(30));
+    let marker = dir.path().join("marker.txt");
+    // The external server waits for a file that only the built-in writes.
+    let (waited, written) = tokio::join!(
+        hub.call(
+            "fx__wait_for_file",
+            args(json!({"path": marker.display().to_string()}))
+        ),
+        hub.call(
+            "write_file",
+            args(json!({"path": "marker.txt", "content": "x"}))
+        ),
+    );
+    assert_eq!(waited, "seen");
+    assert!(!written.starts_with("ERROR"), "{written}");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn shutdown_ends_every_child_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start(
+        dir.path(),
+        &[Builtin::Files],
+        vec![fixture("a", &[]), fixture("b", &[])],
+    )
+    .await;
+    let pids = [
+        hub.call("a__pid", Map::new()).await,
+        hub.call("b__pid", Map::new()).await,
+    ];
+    assert!(pids.iter().all(|p| pid_is_alive(p)), "{pids:?}");
+    hub.shutdown().await;
+    for pid in &pids {
+        assert!(!pid_is_alive(pid), "process {pid} outlived the hub");
+    }
+}
+
+#[tokio::test]
+async fn bad_server_names_are_configuration_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = Hub::start(config(dir.path(), &[], vec![fixture("a__b", &[])])).await;
+    assert!(bad.err().unwrap().to_string().contains("\"a__b\""));
+    let duplicate = Hub::start(config(
+        dir.path(),
+        &[Builtin::Files],
+        vec![fixture("files", &[])],
+    ))
+    .await;
+    assert!(
+        duplicate
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("two MCP servers are named \"files\"")
+    );
+}
+
+#[test]
+fn an_mcp_spec_parses_into_an_external_server() {
+    let server = ExternalServer::parse("gh=npx -y @modelcontextprotocol/server-github").unwrap();
+    assert_eq!(server.name, "gh");
+    assert_eq!(server.command, "npx");
+    assert_eq!(server.args, ["-y", "@modelcontextprotocol/server-github"]);
+    assert!(ExternalServer::parse("no-equals").is_err());
+    assert!(ExternalServer::parse("bad.name=x").is_err());
+    assert!(ExternalServer::parse("empty=").is_err());
+}
