@@ -92,6 +92,13 @@ impl<T: ToolBox> Agent<T> {
         }
     }
 
+    /// Uses `interrupt` as the stop flag (shared with a signal handler or an
+    /// MCP cancellation), instead of a private one.
+    pub fn with_interrupt(mut self, interrupt: Interrupt) -> Self {
+        self.interrupt = interrupt;
+        self
+    }
+
     /// The history, system message first.
     pub fn messages(&self) -> &[Value] {
         &self.messages

@@ -1,0 +1,405 @@
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::support::history::assert_requests_valid;
+use crate::support::mock_model::{
+    MockModel, Reply, call, call_raw, call_split, status, text, tool_calls,
+};
+use crate::support::{fixture_server, tool_result};
+
+/// What a `nanohermes` process left behind.
+#[derive(Debug)]
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs the real binary with a clean model environment plus `env`.
+async fn nanohermes(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"));
+    command.args(args).kill_on_drop(true);
+    for name in [
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "NANOHERMES_MODEL",
+        "NANOHERMES_FALLBACK_MODEL",
+        "NANOHERMES_LOG",
+    ] {
+        command.env_remove(name);
+    }
+    command.envs(env.iter().copied());
+    let output = tokio::time::timeout(Duration::from_secs(60), command.output())
+        .await
+        .expect("nanohermes finished")
+        .expect("nanohermes ran");
+    Run {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+fn on_mock<'a>(mock: &'a MockModel, url: &'a str) -> Vec<(&'a str, &'a str)> {
+    let _ = mock;
+    vec![
+        ("OPENAI_BASE_URL", url),
+        ("OPENAI_API_KEY", "test-key"),
+        ("NANOHERMES_MODEL", "main-model"),
+    ]
+}
+
+fn workspace_arg(dir: &Path) -> String {
+    dir.display().to_string()
+}
+
+#[tokio::test]
+async fn a_multi_step_task_writes_and_reads_a_file_through_the_real_files_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = "pub fn answer() -> u32 {\n    42\n}\n";
+    let mock = MockModel::start(vec![
+        Reply::Status {
+            code: 429,
+            headers: vec![("Retry-After".into(), "0".into())],
+            body: r#"{"error":{"message":"slow down"}}"#.into(),
+        }
+        .into(),
+        tool_calls(&[call_split(
+            "call_write",
+            "write_file",
+            json!({"path":"src/lib.rs","content":source}),
+            3,
+        )])
+        .into(),
+        status(500, "upstream hiccup").into(),
+        tool_calls(&[
+            call("call_read", "read_file", json!({"path":"src/lib.rs"})),
+            call("call_list", "list_dir", json!({})),
+            call_raw("call_bad", "read_file", r#"{"path": src/lib.rs}"#),
+        ])
+        .into(),
+        text(&["Wrote src/lib.rs ", "and read it back."]).into(),
+    ])
+    .await;
+    let url = mock.base_url();
+    let workspace = workspace_arg(dir.path());
+
+    let run = nanohermes(
+        &[
+            "run",
+            "--workspace",
+            &workspace,
+            "--retry-base-ms",
+            "10",
+            "write src/lib.rs with answer() and read it back",
+        ],
+        &on_mock(&mock, &url),
+    )
+    .await;
+
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    assert_eq!(run.stdout, "Wrote src/lib.rs and read it back.\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap(),
+        source
+    );
+    let tool_lines: Vec<_> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("tool "))
+        .collect();
+    assert_eq!(tool_lines.len(), 4, "{}", run.stderr);
+    assert!(
+        tool_lines[0].starts_with("tool write_file "),
+        "{}",
+        tool_lines[0]
+    );
+    assert!(
+        tool_lines[3].contains("-> ERROR: invalid JSON arguments for `read_file`"),
+        "{}",
+        tool_lines[3]
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 5);
+    assert_requests_valid(&requests);
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.header("authorization") == Some("Bearer test-key"))
+    );
+    let last = requests[4].messages();
+    assert!(
+        tool_result(last, "call_read").contains("42"),
+        "{}",
+        tool_result(last, "call_read")
+    );
+    assert!(
+        tool_result(last, "call_list").contains("src"),
+        "{}",
+        tool_result(last, "call_list")
+    );
+    assert!(tool_result(last, "call_bad").starts_with("ERROR: invalid JSON arguments"));
+    assert!(
+        requests[0].messages()[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains(&format!(
+                "Workspace root: {}",
+                dir.path().canonicalize().unwrap().display()
+            ))
+    );
+}
+
+#[tokio::test]
+async fn the_iteration_limit_exits_with_code_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let step = || tool_calls(&[call("call_l", "list_dir", json!({}))]).into();
+    let mock = MockModel::start(vec![step(), step(), step()]).await;
+    let url = mock.base_url();
+    let workspace = workspace_arg(dir.path());
+
+    let run = nanohermes(
+        &[
+            "run",
+            "--workspace",
+            &workspace,
+            "--max-iterations",
+            "2",
+            "loop",
+        ],
+        &on_mock(&mock, &url),
+    )
+    .await;
+
+    assert_eq!(run.code, Some(3), "{run:#?}");
+    assert!(
+        run.stderr
+            .contains("nanohermes: reached the 2 iteration limit without finishing"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(mock.requests().len(), 2);
+    assert_requests_valid(&mock.requests());
+}
+
+#[tokio::test]
+async fn an_external_server_that_crashes_mid_session_does_not_end_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let mock = MockModel::start(vec![
+        tool_calls(&[call("call_crash", "fx__crash", json!({}))]).into(),
+        tool_calls(&[
+            call("call_echo", "fx__echo", json!({"text":"alive"})),
+            call("call_list", "list_dir", json!({})),
+        ])
+        .into(),
+        text(&["done"]).into(),
+    ])
+    .await;
+    let url = mock.base_url();
+    let workspace = workspace_arg(dir.path());
+    let mcp = format!("fx={}", fixture_server().display());
+
+    let run = nanohermes(
+        &[
+            "run",
+            "--workspace",
+            &workspace,
+            "--mcp",
+            &mcp,
+            "crash the fixture",
+        ],
+        &on_mock(&mock, &url),
+    )
+    .await;
+
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    let requests = mock.requests();
+    assert_requests_valid(&requests);
+    assert!(
+        tool_result(requests[1].messages(), "call_crash")
+            .starts_with("ERROR: server fx is not running")
+    );
+    assert_eq!(tool_result(requests[2].messages(), "call_echo"), "alive");
+}
+
+#[tokio::test]
+async fn tools_lists_every_tool_with_its_server_and_read_only_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = workspace_arg(dir.path());
+    let mcp = format!("fx={}", fixture_server().display());
+
+    let run = nanohermes(&["tools", "--workspace", &workspace, "--mcp", &mcp], &[]).await;
+
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    let rows: Vec<Vec<&str>> = run
+        .stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows[0], ["TOOL", "SERVER", "READ-ONLY"]);
+    assert!(
+        rows.contains(&vec!["read_file", "files", "yes"]),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        rows.contains(&vec!["write_file", "files", "no"]),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        rows.contains(&vec!["fx__echo", "fx", "yes"]),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        rows.contains(&vec!["fx__crash", "fx", "no"]),
+        "{}",
+        run.stdout
+    );
+}
+
+/// An error is one line on stderr: no panic, no backtrace, exit code 1.
+fn assert_one_line_error(run: &Run, expected: &str) {
+    assert_eq!(run.code, Some(1), "{run:#?}");
+    let lines: Vec<_> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("nanohermes: error: "))
+        .collect();
+    assert_eq!(lines.len(), 1, "{}", run.stderr);
+    assert!(
+        lines[0].contains(expected),
+        "expected {expected:?} in {:?}",
+        lines[0]
+    );
+    assert!(
+        !run.stderr.contains("panicked") && !run.stderr.contains("backtrace"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[tokio::test]
+async fn a_missing_api_key_for_api_openai_com_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = workspace_arg(dir.path());
+
+    let run = nanohermes(&["run", "--workspace", &workspace, "hi"], &[]).await;
+
+    assert_one_line_error(
+        &run,
+        "OPENAI_API_KEY is not set: https://api.openai.com/v1 needs an API key",
+    );
+}
+
+#[tokio::test]
+async fn a_rejected_api_key_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let mock = MockModel::start(vec![
+        status(401, "Incorrect API key provided: sk-wrong").into(),
+    ])
+    .await;
+    let url = mock.base_url();
+    let workspace = workspace_arg(dir.path());
+
+    let run = nanohermes(
+        &["run", "--workspace", &workspace, "hi"],
+        &on_mock(&mock, &url),
+    )
+    .await;
+
+    assert_one_line_error(
+        &run,
+        &format!(
+            "the model server at {url} rejected the API key (HTTP 401): Incorrect API key provided: sk-wrong (check OPENAI_API_KEY)"
+        ),
+    );
+    assert_eq!(mock.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_model_that_does_not_exist_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = r#"{"error":{"message":"The model `gpt-nope` does not exist or you do not have access to it.","type":"invalid_request_error","code":"model_not_found"}}"#;
+    let mock = MockModel::start(vec![
+        Reply::Status {
+            code: 404,
+            headers: vec![],
+            body: body.into(),
+        }
+        .into(),
+    ])
+    .await;
+    let url = mock.base_url();
+    let workspace = workspace_arg(dir.path());
+
+    let run = nanohermes(
+        &[
+            "run",
+            "--workspace",
+            &workspace,
+            "--model",
+            "gpt-nope",
+            "hi",
+        ],
+        &on_mock(&mock, &url),
+    )
+    .await;
+
+    assert_one_line_error(
+        &run,
+        &format!("model `gpt-nope` does not exist at {url} (HTTP 404)"),
+    );
+    assert_eq!(mock.requests()[0].body["model"], "gpt-nope");
+}
+
+#[tokio::test]
+async fn an_unreachable_base_url_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    // A port that was just free: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let workspace = workspace_arg(dir.path());
+
+    let run = nanohermes(
+        &[
+            "run",
+            "--workspace",
+            &workspace,
+            "--retry-base-ms",
+            "1",
+            "hi",
+        ],
+        &[("OPENAI_BASE_URL", url.as_str())],
+    )
+    .await;
+
+    assert_one_line_error(&run, &format!("cannot reach the model server at {url}: "));
+    assert_eq!(
+        run.stderr.matches("nanohermes: retrying in").count(),
+        2,
+        "{}",
+        run.stderr
+    );
+}
+
+#[tokio::test]
+async fn a_missing_workspace_is_a_one_line_error() {
+    let run = nanohermes(
+        &["tools", "--workspace", "/nonexistent/nanohermes-test"],
+        &[],
+    )
+    .await;
+
+    assert_one_line_error(
+        &run,
+        "workspace /nonexistent/nanohermes-test does not exist",
+    );
+}

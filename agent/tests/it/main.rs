@@ -1,0 +1,15 @@
+//! The agent's integration tests: one binary, one module per area. Every
+//! test runs against the scripted model in `tests/support/mock_model.rs`
+//! and real MCP servers (the files server in-process, the fixture server as
+//! a child process); every request the mock records is checked against the
+//! history invariant.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+/// The loop through the library API: streaming, tool calls, gates, exits.
+mod agent_loop;
+/// The `nanohermes` binary: end-to-end runs, exit codes, error lines.
+mod cli;
+/// The model client: retries, fallback, non-streaming, text on retry.
+mod model_client;

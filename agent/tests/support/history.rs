@@ -1,0 +1,140 @@
+//! The history invariant, checked on every request the mock records and on
+//! the agent's own history after a run (DESIGN invariant 1):
+//!
+//! - the first message is the system prompt, then a user message;
+//! - an assistant message has `content` null or a non-empty string, and
+//!   `tool_calls` only when non-empty, each with an id, `type: function`, a
+//!   name and arguments that parse as JSON (`"{}"` when there were none);
+//! - the assistant's calls are answered right after it by exactly one
+//!   `{role: tool, tool_call_id, content}` each, in call order;
+//! - no other tool message exists.
+
+use serde_json::Value;
+
+use super::mock_model::Recorded;
+
+/// Panics with the offending position when `messages` breaks the invariant.
+pub fn assert_history_valid(messages: &[Value]) {
+    assert_eq!(
+        messages.first().map(|m| &m["role"]),
+        Some(&Value::from("system")),
+        "first message: {messages:#?}"
+    );
+    assert_eq!(
+        messages.get(1).map(|m| &m["role"]),
+        Some(&Value::from("user")),
+        "second message: {messages:#?}"
+    );
+    let mut index = 1;
+    while index < messages.len() {
+        let message = &messages[index];
+        match message["role"].as_str() {
+            Some("user") | Some("system") => index += 1,
+            Some("assistant") => {
+                match &message["content"] {
+                    Value::Null => {}
+                    Value::String(text) => {
+                        assert!(!text.is_empty(), "message {index}: empty string content")
+                    }
+                    other => panic!("message {index}: content {other}"),
+                }
+                let Some(calls) = message.get("tool_calls") else {
+                    index += 1;
+                    continue;
+                };
+                let calls = calls
+                    .as_array()
+                    .unwrap_or_else(|| panic!("message {index}: tool_calls not an array"));
+                assert!(
+                    !calls.is_empty(),
+                    "message {index}: empty tool_calls must be absent"
+                );
+                for (offset, call) in calls.iter().enumerate() {
+                    let id = call["id"].as_str().unwrap_or_default();
+                    assert!(!id.is_empty(), "message {index}: call {offset} has no id");
+                    assert_eq!(call["type"], "function", "message {index}: call {offset}");
+                    assert!(
+                        call["function"]["name"]
+                            .as_str()
+                            .is_some_and(|n| !n.is_empty())
+                    );
+                    let arguments = call["function"]["arguments"].as_str().unwrap_or_default();
+                    assert!(
+                        serde_json::from_str::<Value>(arguments).is_ok()
+                            || !arguments.trim().is_empty(),
+                        "message {index}: call {offset} has empty arguments (must be \"{{}}\")"
+                    );
+                    let answer = messages.get(index + 1 + offset).unwrap_or_else(|| {
+                        panic!("message {index}: call {id} is not answered: {messages:#?}")
+                    });
+                    assert_eq!(
+                        answer["role"],
+                        "tool",
+                        "message {}: expected the answer to {id}",
+                        index + 1 + offset
+                    );
+                    assert_eq!(
+                        answer["tool_call_id"],
+                        id,
+                        "message {}: answers out of order",
+                        index + 1 + offset
+                    );
+                    assert!(
+                        answer["content"].is_string(),
+                        "message {}: content not a string",
+                        index + 1 + offset
+                    );
+                    assert_eq!(
+                        answer.as_object().map(|o| o.len()),
+                        Some(3),
+                        "tool message has extra fields: {answer}"
+                    );
+                }
+                index += 1 + calls.len();
+            }
+            Some("tool") => panic!("message {index}: tool message answers no call: {messages:#?}"),
+            other => panic!("message {index}: unknown role {other:?}"),
+        }
+    }
+}
+
+/// Checks the body of every recorded request: the article's fields, tools
+/// with `tool_choice` only together, and the history invariant.
+pub fn assert_requests_valid(requests: &[Recorded]) {
+    assert!(!requests.is_empty(), "the mock received no request");
+    for (number, request) in requests.iter().enumerate() {
+        let body = &request.body;
+        assert!(
+            request.path.ends_with("/chat/completions"),
+            "request {number}: path {}",
+            request.path
+        );
+        assert_eq!(body["temperature"], 0.0, "request {number}");
+        assert_eq!(body["max_tokens"], 4096, "request {number}");
+        if body["stream"] == true {
+            assert_eq!(
+                body["stream_options"],
+                serde_json::json!({"include_usage": true}),
+                "request {number}"
+            );
+        }
+        match body.get("tools") {
+            Some(tools) => {
+                assert!(
+                    tools.as_array().is_some_and(|t| !t.is_empty()),
+                    "request {number}: empty tools"
+                );
+                assert_eq!(body["tool_choice"], "auto", "request {number}");
+            }
+            None => assert!(
+                body.get("tool_choice").is_none(),
+                "request {number}: tool_choice without tools"
+            ),
+        }
+        assert!(
+            body.get("reasoning_effort").is_none(),
+            "request {number}: reasoning_effort without thinking"
+        );
+        assert_history_valid(request.messages());
+    }
+}

@@ -1,0 +1,355 @@
+//! A scripted OpenAI-compatible model: the only test double of the suite.
+//!
+//! [`MockModel::start`] listens on `127.0.0.1:0` and answers each
+//! `POST …/chat/completions` with the next [`Step`] of its script: an SSE
+//! stream written in separate pieces (frames split mid-way, even mid UTF-8
+//! character), a status with headers (429 + `Retry-After`), a whole JSON
+//! body, or a dropped connection. Every request is recorded (path, headers,
+//! JSON body, arrival time) for assertions. Once the script is spent it
+//! answers HTTP 500 `script exhausted`.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// One scripted answer.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// HTTP 200 `text/event-stream`; each piece is written and flushed on its own.
+    Sse(Vec<Vec<u8>>),
+    /// Any status, with extra headers and a body.
+    Status {
+        code: u16,
+        headers: Vec<(String, String)>,
+        body: String,
+    },
+    /// HTTP 200 `application/json` (the non-streaming path).
+    Json(Value),
+    /// Close the connection without answering.
+    Drop,
+}
+
+/// A reply plus something to do when its request arrives.
+#[derive(Clone)]
+pub struct Step {
+    pub reply: Reply,
+    pub on_request: Option<Arc<dyn Fn() + Send + Sync>>,
+}
+
+impl From<Reply> for Step {
+    fn from(reply: Reply) -> Step {
+        Step {
+            reply,
+            on_request: None,
+        }
+    }
+}
+
+impl Reply {
+    /// Runs `hook` when this reply's request arrives, before answering.
+    pub fn when_requested(self, hook: impl Fn() + Send + Sync + 'static) -> Step {
+        Step {
+            reply: self,
+            on_request: Some(Arc::new(hook)),
+        }
+    }
+}
+
+/// A request as the mock received it.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+    pub at: Instant,
+}
+
+impl Recorded {
+    /// A header's value, by case-insensitive name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The `messages` array of the body.
+    pub fn messages(&self) -> &[Value] {
+        self.body["messages"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+}
+
+/// The running mock.
+pub struct MockModel {
+    port: u16,
+    recorded: Arc<Mutex<Vec<Recorded>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl MockModel {
+    /// Starts serving `script`, one step per request, in order.
+    pub async fn start(script: Vec<Step>) -> MockModel {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the mock model");
+        let port = listener.local_addr().expect("mock address").port();
+        let recorded = Arc::new(Mutex::new(Vec::new()));
+        let script = Arc::new(Mutex::new(script.into_iter()));
+        let log = recorded.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (log, script) = (log.clone(), script.clone());
+                tokio::spawn(async move { serve(stream, &log, &script).await });
+            }
+        });
+        MockModel {
+            port,
+            recorded,
+            task,
+        }
+    }
+
+    /// The base URL to give the agent (`OPENAI_BASE_URL`).
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    /// Every request received so far, in arrival order.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.recorded.lock().expect("mock log").clone()
+    }
+}
+
+impl Drop for MockModel {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn serve(
+    mut stream: TcpStream,
+    log: &Mutex<Vec<Recorded>>,
+    script: &Mutex<std::vec::IntoIter<Step>>,
+) {
+    let _ = stream.set_nodelay(true);
+    let Some((path, headers, body)) = read_request(&mut stream).await else {
+        return;
+    };
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    // Take the step and record the request together, so the order of the
+    // log is the order of the script.
+    let step = {
+        let mut log = log.lock().expect("mock log");
+        let step = script.lock().expect("mock script").next();
+        log.push(Recorded {
+            path,
+            headers,
+            body,
+            at: Instant::now(),
+        });
+        step
+    };
+    let step = step.unwrap_or_else(|| {
+        Reply::Status {
+            code: 500,
+            headers: vec![],
+            body: r#"{"error":{"message":"script exhausted"}}"#.into(),
+        }
+        .into()
+    });
+    if let Some(hook) = &step.on_request {
+        hook();
+    }
+    match step.reply {
+        Reply::Sse(pieces) => {
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n";
+            if stream.write_all(head.as_bytes()).await.is_err() {
+                return;
+            }
+            for piece in pieces {
+                if stream.write_all(&piece).await.is_err() || stream.flush().await.is_err() {
+                    return;
+                }
+                // Let the piece leave as its own read on the other side.
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        }
+        Reply::Status {
+            code,
+            headers,
+            body,
+        } => {
+            let mut head = format!(
+                "HTTP/1.1 {code} Scripted\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+                body.len()
+            );
+            for (name, value) in headers {
+                head.push_str(&format!("{name}: {value}\r\n"));
+            }
+            head.push_str("\r\n");
+            let _ = stream.write_all(head.as_bytes()).await;
+            let _ = stream.write_all(body.as_bytes()).await;
+        }
+        Reply::Json(value) => {
+            let body = value.to_string();
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes()).await;
+            let _ = stream.write_all(body.as_bytes()).await;
+        }
+        Reply::Drop => return,
+    }
+    let _ = stream.shutdown().await;
+}
+
+async fn read_request(stream: &mut TcpStream) -> Option<(String, Vec<(String, String)>, Vec<u8>)> {
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let head_end = loop {
+        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at;
+        }
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let path = lines.next()?.split_whitespace().nth(1)?.to_owned();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    let length = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut body = buffer[head_end + 4..].to_vec();
+    while body.len() < length {
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            break;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    Some((path, headers, body))
+}
+
+// ---- Building scripted streams ----
+
+/// `data: …\n\n` frames, each written in two pieces split at its middle
+/// byte (so frames, and sometimes UTF-8 characters, span two reads).
+pub fn sse(frames: &[Value]) -> Reply {
+    let mut pieces = Vec::new();
+    for frame in frames {
+        let bytes = format!("data: {frame}\n\n").into_bytes();
+        let middle = bytes.len() / 2;
+        pieces.push(bytes[..middle].to_vec());
+        pieces.push(bytes[middle..].to_vec());
+    }
+    pieces.push(b"data: [DONE]\n\n".to_vec());
+    Reply::Sse(pieces)
+}
+
+/// Raw SSE text, written in one piece.
+pub fn sse_raw(text: &str) -> Reply {
+    Reply::Sse(vec![text.as_bytes().to_vec()])
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> Value {
+    json!({"id":"chatcmpl-1","object":"chat.completion.chunk","model":"mock",
+           "choices":[{"index":0,"delta":delta,"finish_reason":finish}]})
+}
+
+fn usage_frame() -> Value {
+    json!({"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[],
+           "usage":{"prompt_tokens":100,"completion_tokens":10,"total_tokens":110}})
+}
+
+/// A streamed text answer: role frame, one frame per piece, finish, usage.
+pub fn text(pieces: &[&str]) -> Reply {
+    let mut frames = vec![chunk(json!({"role":"assistant","content":null}), None)];
+    frames.extend(pieces.iter().map(|p| chunk(json!({"content":p}), None)));
+    frames.push(chunk(json!({}), Some("stop")));
+    frames.push(usage_frame());
+    sse(&frames)
+}
+
+/// A scripted tool call: id, name, and the argument text in pieces.
+pub struct Call<'a> {
+    pub id: &'a str,
+    pub name: &'a str,
+    pub pieces: Vec<String>,
+}
+
+/// A call whose arguments arrive in one piece.
+pub fn call<'a>(id: &'a str, name: &'a str, arguments: Value) -> Call<'a> {
+    Call {
+        id,
+        name,
+        pieces: vec![arguments.to_string()],
+    }
+}
+
+/// A call whose argument text is cut into `n` pieces of about equal size.
+pub fn call_split<'a>(id: &'a str, name: &'a str, arguments: Value, n: usize) -> Call<'a> {
+    let text = arguments.to_string();
+    let chars: Vec<char> = text.chars().collect();
+    let size = chars.len().div_ceil(n);
+    Call {
+        id,
+        name,
+        pieces: chars.chunks(size).map(|c| c.iter().collect()).collect(),
+    }
+}
+
+/// A call with raw (possibly invalid) argument text.
+pub fn call_raw<'a>(id: &'a str, name: &'a str, arguments: &str) -> Call<'a> {
+    Call {
+        id,
+        name,
+        pieces: vec![arguments.to_owned()],
+    }
+}
+
+/// A streamed tool-call answer, as OpenAI sends it: per call, a first delta
+/// with index, id, type and name, then one delta per argument piece.
+pub fn tool_calls(calls: &[Call<'_>]) -> Reply {
+    let mut frames = vec![chunk(json!({"role":"assistant","content":null}), None)];
+    for (index, call) in calls.iter().enumerate() {
+        frames.push(chunk(
+            json!({"tool_calls":[{"index":index,"id":call.id,"type":"function",
+                                  "function":{"name":call.name,"arguments":""}}]}),
+            None,
+        ));
+        for piece in &call.pieces {
+            frames.push(chunk(
+                json!({"tool_calls":[{"index":index,"function":{"arguments":piece}}]}),
+                None,
+            ));
+        }
+    }
+    frames.push(chunk(json!({}), Some("tool_calls")));
+    frames.push(usage_frame());
+    sse(&frames)
+}
+
+/// An error status with an OpenAI-style error body.
+pub fn status(code: u16, message: &str) -> Reply {
+    Reply::Status {
+        code,
+        headers: vec![],
+        body: json!({"error":{"message":message}}).to_string(),
+    }
+}

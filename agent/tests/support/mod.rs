@@ -1,0 +1,118 @@
+//! Shared test support: the scripted model, the history invariant, the
+//! fixture MCP server, and an agent wired to all of them.
+
+#![allow(dead_code)]
+
+pub mod history;
+pub mod mock_model;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use nanohermes::agent::{Agent, AgentConfig};
+use nanohermes::hub::{Builtin, ExternalServer, Hub, HubConfig};
+use nanohermes::llm::{Client, ModelSettings, RetryPolicy, ToolCall};
+use nanohermes::ui::{Ui, tool_line};
+
+use mock_model::MockModel;
+
+/// The fixture stdio MCP server (`examples/fixture_server.rs`), which
+/// `cargo test` builds next to the test binaries.
+pub fn fixture_server() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let path = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps")
+        .join("examples")
+        .join(format!("fixture_server{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo test -p nanohermes` (it builds examples)",
+        path.display()
+    );
+    path
+}
+
+/// The fixture mounted as external server `fx`.
+pub fn fixture(name: &str) -> ExternalServer {
+    ExternalServer {
+        name: name.to_owned(),
+        command: fixture_server().display().to_string(),
+        args: vec![],
+        env: vec![],
+    }
+}
+
+/// A hub with the files server in `workspace` and the given external servers.
+pub async fn hub(workspace: &Path, external: Vec<ExternalServer>) -> Hub {
+    let config = HubConfig {
+        workspace: workspace.to_owned(),
+        max_output: mcp_tools::DEFAULT_MAX_OUTPUT,
+        builtins: vec![Builtin::Files],
+        external,
+        startup_timeout: Duration::from_secs(20),
+    };
+    let hub = Hub::start(config).await.expect("hub starts");
+    // The fixture collides two of its own tool names on purpose.
+    let unexpected: Vec<_> = hub
+        .warnings()
+        .iter()
+        .filter(|w| !w.contains("which is taken"))
+        .collect();
+    assert!(unexpected.is_empty(), "hub warnings: {unexpected:?}");
+    hub
+}
+
+/// Model settings aimed at the mock, with fast retries.
+pub fn settings(mock: &MockModel) -> ModelSettings {
+    let mut settings = ModelSettings::new(mock.base_url(), "main-model");
+    settings.api_key = Some("test-key".into());
+    settings.retry = RetryPolicy {
+        max_retries: 2,
+        base_delay: Duration::from_millis(10),
+    };
+    settings
+}
+
+/// An agent on the mock with `hub`, 40 iterations, allow-all.
+pub fn agent(settings: ModelSettings, hub: Hub) -> Agent<Hub> {
+    agent_with(settings, hub, AgentConfig::default())
+}
+
+/// An agent on the mock with `hub` and `config`.
+pub fn agent_with(settings: ModelSettings, hub: Hub, config: AgentConfig) -> Agent<Hub> {
+    let client = Client::new(settings).expect("http client");
+    Agent::new(client, hub, "You are NanoHermes, in a test.", config)
+}
+
+/// A [`Ui`] that keeps everything it is told.
+#[derive(Debug, Default)]
+pub struct Capture {
+    pub text: String,
+    pub tool_lines: Vec<String>,
+    pub notices: Vec<String>,
+}
+
+impl Ui for Capture {
+    fn text(&mut self, delta: &str) {
+        self.text.push_str(delta);
+    }
+
+    fn tool_call(&mut self, call: &ToolCall, result: &str) {
+        self.tool_lines.push(tool_line(call, result));
+    }
+
+    fn notice(&mut self, line: &str) {
+        self.notices.push(line.to_owned());
+    }
+}
+
+/// The `content` of the tool message answering `id` in `messages`.
+pub fn tool_result<'a>(messages: &'a [serde_json::Value], id: &str) -> &'a str {
+    messages
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == id)
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_else(|| panic!("no tool result for {id}"))
+}
