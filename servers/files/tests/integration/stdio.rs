@@ -206,3 +206,100 @@ fn a_missing_root_is_a_clear_error() {
         "{err}"
     );
 }
+
+/// `--http ADDR` serves streamable HTTP at /mcp; a raw HTTP/1.1 client
+/// initialises a session and lists the tools.
+#[test]
+fn the_binary_serves_streamable_http() {
+    use std::io::Read;
+    use std::net::TcpStream;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .args(["--http", "127.0.0.1:0", "--root"])
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut banner = String::new();
+    stderr.read_line(&mut banner).unwrap();
+    let addr = banner
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.trim().strip_suffix("/mcp"))
+        .unwrap_or_else(|| panic!("no address in {banner:?}"))
+        .to_string();
+
+    let post = |body: &Value, session: Option<&str>| -> (String, String) {
+        let mut stream = TcpStream::connect(&addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let body = body.to_string();
+        let session_header = session
+            .map(|s| format!("Mcp-Session-Id: {s}\r\n"))
+            .unwrap_or_default();
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n{session_header}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        // Read until the first JSON-RPC message has arrived (SSE keeps the
+        // stream open), then stop.
+        let mut raw = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&raw).contains("\"jsonrpc\"")
+            || !String::from_utf8_lossy(&raw).contains("}\n")
+        {
+            let n = stream.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            raw.extend_from_slice(&buf[..n]);
+        }
+        let text = String::from_utf8_lossy(&raw).into_owned();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        (head.to_string(), body.to_string())
+    };
+    let json_of = |body: &str| -> Value {
+        let start = body.find('{').unwrap();
+        let end = body.rfind('}').unwrap();
+        serde_json::from_str(&body[start..=end]).unwrap()
+    };
+
+    let (head, body) = post(
+        &json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw-http","version":"0"}}}),
+        None,
+    );
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let session = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .starts_with("mcp-session-id:")
+                .then(|| l[15..].trim().to_string())
+        })
+        .expect("a session id");
+    assert_eq!(
+        json_of(&body)["result"]["serverInfo"]["name"],
+        "nanohermes-files"
+    );
+    post(
+        &json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+        Some(&session),
+    );
+    let (_, body) = post(
+        &json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}),
+        Some(&session),
+    );
+    assert_eq!(
+        json_of(&body)["result"]["tools"].as_array().unwrap().len(),
+        5
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
