@@ -64,6 +64,8 @@ pub struct Recorded {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: Value,
+    /// The size of the body as sent, in bytes.
+    pub body_len: usize,
     pub at: Instant,
 }
 
@@ -141,6 +143,7 @@ async fn serve(
     let Some((path, headers, body)) = read_request(&mut stream).await else {
         return;
     };
+    let body_len = body.len();
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     // Take the step and record the request together, so the order of the
     // log is the order of the script.
@@ -151,6 +154,7 @@ async fn serve(
             path,
             headers,
             body,
+            body_len,
             at: Instant::now(),
         });
         step
