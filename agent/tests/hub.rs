@@ -590,3 +590,29 @@ fn an_mcp_spec_parses_into_an_external_server() {
     assert!(ExternalServer::parse("bad.name=x").is_err());
     assert!(ExternalServer::parse("empty=").is_err());
 }
+
+#[tokio::test]
+async fn every_builtin_starts_in_process_with_distinct_tool_names() {
+    let dir = tempfile::tempdir().unwrap();
+    // Memory is left out: it opens a database under the user's home.
+    let builtins: Vec<Builtin> = Builtin::ALL
+        .iter()
+        .copied()
+        .filter(|b| *b != Builtin::Memory)
+        .collect();
+    let hub = start(dir.path(), &builtins, vec![]).await;
+    assert_eq!(hub.warnings(), Vec::<String>::new());
+    for builtin in &builtins {
+        assert_eq!(Builtin::from_name(builtin.name()), Some(*builtin));
+        assert!(hub.is_running(builtin.name()), "{}", builtin.name());
+        assert!(
+            hub.tools().iter().any(|t| t.server == builtin.name()),
+            "{} lists tools",
+            builtin.name()
+        );
+    }
+    for tool in hub.tools() {
+        assert_eq!(tool.name, tool.raw_name, "built-in names are plain");
+    }
+    hub.shutdown().await;
+}

@@ -5,6 +5,9 @@
 //! full MCP session with no child process and no JSON encoding. Adding a
 //! server is one variant and one arm in [`Builtin::spec`].
 
+use std::path::PathBuf;
+
+use anyhow::Context as _;
 use futures::future::BoxFuture;
 use mcp_tools::ToolContext;
 use mcp_tools::in_process::serve_in_process;
@@ -16,6 +19,17 @@ use super::server::{Client, client_config};
 pub enum Builtin {
     /// `nanohermes-files`: read, write, edit, patch and list files.
     Files,
+    /// `nanohermes-grep`: search file contents and find files by glob.
+    Grep,
+    /// `nanohermes-shell`: run commands and background tasks.
+    Shell,
+    /// `nanohermes-git`: status, diff, log and commit.
+    Git,
+    /// `nanohermes-memory`: notes kept across sessions, in
+    /// `$NANOHERMES_HOME/memory.db` (default `~/.nanohermes/memory.db`).
+    Memory,
+    /// `nanohermes-todo`: the session's todo list, kept in memory.
+    Todo,
 }
 
 /// Starts one built-in server in-process and returns the connected client.
@@ -23,7 +37,14 @@ type Connect = fn(ToolContext) -> BoxFuture<'static, anyhow::Result<Client>>;
 
 impl Builtin {
     /// Every built-in server, in the order their tools are listed.
-    pub const ALL: &'static [Builtin] = &[Builtin::Files];
+    pub const ALL: &'static [Builtin] = &[
+        Builtin::Files,
+        Builtin::Grep,
+        Builtin::Shell,
+        Builtin::Git,
+        Builtin::Memory,
+        Builtin::Todo,
+    ];
 
     /// The server's name, as shown in `nanohermes tools` and in errors.
     pub fn name(self) -> &'static str {
@@ -41,12 +62,46 @@ impl Builtin {
             Builtin::Files => ("files", |ctx| {
                 Box::pin(connect(nanohermes_files::FilesServer::new(ctx)))
             }),
+            Builtin::Grep => ("grep", |ctx| {
+                Box::pin(connect(nanohermes_grep::GrepServer::new(ctx)))
+            }),
+            Builtin::Shell => ("shell", |ctx| {
+                Box::pin(connect(nanohermes_shell::ShellServer::new(ctx)))
+            }),
+            Builtin::Git => ("git", |ctx| {
+                Box::pin(connect(nanohermes_git::GitServer::new(ctx)))
+            }),
+            Builtin::Memory => ("memory", |ctx| Box::pin(connect_memory(ctx))),
+            Builtin::Todo => ("todo", |_| {
+                let store = nanohermes_todo::Store::in_memory();
+                Box::pin(connect(nanohermes_todo::TodoServer::new(store)))
+            }),
         }
     }
 
     /// Starts the server in-process, confined to `ctx`'s workspace.
     pub(crate) fn connect(self, ctx: ToolContext) -> BoxFuture<'static, anyhow::Result<Client>> {
         (self.spec().1)(ctx)
+    }
+}
+
+/// Opens the memory database off the async threads, then serves it.
+async fn connect_memory(ctx: ToolContext) -> anyhow::Result<Client> {
+    let path = memory_db_path()
+        .context("no home directory for the memory database; set NANOHERMES_HOME")?;
+    let store = tokio::task::spawn_blocking(move || {
+        nanohermes_memory::MemoryStore::open(&path)
+            .with_context(|| format!("cannot open the memory database {}", path.display()))
+    })
+    .await??;
+    connect(nanohermes_memory::MemoryServer::new(ctx, store)).await
+}
+
+/// `$NANOHERMES_HOME/memory.db`, else the memory server's default.
+fn memory_db_path() -> Option<PathBuf> {
+    match std::env::var_os("NANOHERMES_HOME") {
+        Some(home) if !home.is_empty() => Some(PathBuf::from(home).join("memory.db")),
+        _ => nanohermes_memory::default_db_path(),
     }
 }
 
