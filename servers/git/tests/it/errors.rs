@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::support::{Repo, client, client_with_git, err};
+use crate::support::{Repo, client, client_with_git, err, ok};
 
 #[tokio::test]
 async fn every_tool_says_not_a_git_repository_outside_one() {
@@ -51,5 +51,26 @@ async fn paths_outside_the_workspace_are_refused() {
             tool_args.0
         );
     }
+    assert_eq!(repo.commit_count(), 1);
+}
+
+#[tokio::test]
+async fn paths_that_look_like_options_are_only_paths() {
+    let repo = Repo::new();
+    repo.commit_file("a.txt", "a\n", "start");
+    repo.write("a.txt", "a2\n");
+    let client = client(repo.path()).await;
+    assert_eq!(
+        ok(&client, "git_diff", json!({"path": "--output=leak"})).await,
+        "No unstaged changes to tracked files (untracked files are listed by git_status) for --output=leak"
+    );
+    assert!(!repo.path().join("leak").exists());
+    let text = err(
+        &client,
+        "git_commit",
+        json!({"message": "x", "paths": ["--amend"]}),
+    )
+    .await;
+    assert!(text.contains("did not match any files"), "{text}");
     assert_eq!(repo.commit_count(), 1);
 }
