@@ -16,7 +16,8 @@
 //! - output is stable (sorted by path, then line) and bounded: at most
 //!   `max_results` matching lines (default 200) or 500 files, then a line
 //!   saying how many more were not shown; a long line is cut to a window
-//!   around its first match; the whole result is clamped to `--max-output`;
+//!   around its first match; the result fits `--max-output`, cut at a whole
+//!   line with the footer kept;
 //! - an invalid regex or glob is a tool error that quotes the pattern.
 
 pub mod find;
@@ -26,7 +27,7 @@ pub mod walk;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use mcp_tools::{ToolContext, clamp};
+use mcp_tools::ToolContext;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
@@ -108,11 +109,9 @@ impl GrepServer {
     ))]
     async fn grep(&self, Parameters(args): Parameters<GrepArgs>) -> Result<String, String> {
         let ctx = self.ctx.clone();
-        let max_output = ctx.max_output;
         tokio::task::spawn_blocking(move || run_grep(&ctx, &args))
             .await
             .map_err(|e| format!("the search failed: {e}"))?
-            .map(|text| clamp(&text, max_output))
     }
 
     /// Find files by glob pattern. Respects .gitignore and .ignore and skips hidden files. Lists matching file paths relative to the workspace root, sorted, at most 500.
@@ -125,11 +124,9 @@ impl GrepServer {
     ))]
     async fn glob(&self, Parameters(args): Parameters<GlobArgs>) -> Result<String, String> {
         let ctx = self.ctx.clone();
-        let max_output = ctx.max_output;
         tokio::task::spawn_blocking(move || run_glob(&ctx, &args))
             .await
             .map_err(|e| format!("the search failed: {e}"))?
-            .map(|text| clamp(&text, max_output))
     }
 }
 
@@ -186,7 +183,12 @@ pub fn run_grep(ctx: &ToolContext, args: &GrepArgs) -> Result<String, String> {
         max_results,
     };
     let outcome = search::search(&request);
-    Ok(search::render(&outcome, &request, &args.pattern))
+    Ok(search::render(
+        &outcome,
+        &request,
+        &args.pattern,
+        ctx.max_output,
+    ))
 }
 
 /// The `glob` tool's work, synchronous.
@@ -200,17 +202,24 @@ pub fn run_glob(ctx: &ToolContext, args: &GlobArgs) -> Result<String, String> {
     }
     let filter = PathFilter::new(&args.pattern)?;
     let found = find::find_files(ctx.workspace.root(), &start, &filter);
+    let budget = ctx.max_output.saturating_sub(200);
     let mut out = String::new();
+    let mut shown = 0;
     for file in found.files.iter().take(GLOB_LIMIT) {
-        out.push_str(&file.to_string_lossy());
+        let file = file.to_string_lossy();
+        if out.len() + file.len() + 1 > budget {
+            break;
+        }
+        out.push_str(&file);
         out.push('\n');
+        shown += 1;
     }
     if found.files.is_empty() {
         out.push_str(&format!("No files match `{}`.", args.pattern));
-    } else if found.files.len() > GLOB_LIMIT {
+    } else if found.files.len() > shown {
         out.push_str(&format!(
             "[{} more files not shown ({} in all); narrow the pattern or path]",
-            found.files.len() - GLOB_LIMIT,
+            found.files.len() - shown,
             found.files.len()
         ));
     }

@@ -114,39 +114,62 @@ pub fn search(request: &SearchRequest) -> SearchOutcome {
     outcome
 }
 
+/// Room kept at the end of the output for the footer lines.
+const FOOTER_ROOM: usize = 300;
+
 /// Renders an outcome as `path:line:text` lines (context lines as
-/// `path-line-text`, gaps as `--`), at most `max_results` matching lines,
-/// then a line saying how many more matches were not shown.
-pub fn render(outcome: &SearchOutcome, request: &SearchRequest, pattern: &str) -> String {
+/// `path-line-text`, gaps as `--`): at most `max_results` matching lines
+/// and about `max_bytes` bytes, cut at a line, then a footer saying how
+/// many more matches were not shown (so the footer is never clamped away).
+pub fn render(
+    outcome: &SearchOutcome,
+    request: &SearchRequest,
+    pattern: &str,
+    max_bytes: usize,
+) -> String {
+    let budget = max_bytes.saturating_sub(FOOTER_ROOM);
     let mut out = String::new();
+    let mut line = String::new();
     let mut shown: u64 = 0;
     let max = request.max_results as u64;
     'files: for (index, file) in outcome.files.iter().enumerate() {
         if shown >= max {
             break;
         }
-        if request.context_lines > 0 && index > 0 {
-            out.push_str("--\n");
-        }
         let path = file.path.to_string_lossy();
-        for entry in &file.entries {
+        let separator = request.context_lines > 0 && index > 0;
+        for entry in separator
+            .then_some(&Entry::Break)
+            .into_iter()
+            .chain(&file.entries)
+        {
+            line.clear();
             match entry {
                 Entry::Match(number, text) => {
                     if shown >= max {
                         break 'files;
                     }
-                    shown += 1;
-                    push_line(&mut out, &path, ':', *number, text);
+                    line.push_str(&format!("{path}:{number}:{text}\n"));
                 }
-                Entry::Context(number, text) => push_line(&mut out, &path, '-', *number, text),
+                Entry::Context(number, text) => line.push_str(&format!("{path}-{number}-{text}\n")),
                 Entry::Break => {
                     if shown >= max {
                         break 'files;
                     }
-                    out.push_str("--\n");
+                    line.push_str("--\n");
                 }
             }
+            if out.len() + line.len() > budget {
+                break 'files;
+            }
+            if matches!(entry, Entry::Match(..)) {
+                shown += 1;
+            }
+            out.push_str(&line);
         }
+    }
+    if out.ends_with("--\n") {
+        out.truncate(out.len() - 3);
     }
     if outcome.total_matches == 0 {
         out.push_str(&format!("No matches for `{pattern}`."));
@@ -164,11 +187,6 @@ pub fn render(outcome: &SearchOutcome, request: &SearchRequest, pattern: &str) -
         ));
     }
     out
-}
-
-fn push_line(out: &mut String, path: &str, separator: char, number: u64, text: &str) {
-    use std::fmt::Write;
-    let _ = writeln!(out, "{path}{separator}{number}{separator}{text}");
 }
 
 /// What one walker thread found; handed over when the thread's visitor is

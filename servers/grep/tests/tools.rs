@@ -165,6 +165,28 @@ async fn output_is_bounded_and_says_how_many_matches_were_not_shown() {
 }
 
 #[tokio::test]
+async fn the_output_cap_cuts_at_a_line_and_keeps_the_footer() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines: String = (1..=100)
+        .map(|n| format!("hit {n:03} {}\n", "z".repeat(40)))
+        .collect();
+    fs::write(dir.path().join("a.txt"), &lines).unwrap();
+    let mut ctx = ToolContext::new(dir.path()).unwrap();
+    ctx.max_output = 1_000;
+    let (text, _) = call(ctx, "grep", json!({"pattern": "hit"})).await;
+    assert!(text.len() <= 1_000, "{} bytes", text.len());
+    let shown = text.lines().filter(|l| l.starts_with("a.txt:")).count();
+    assert!(shown > 5, "{text}");
+    assert!(
+        text.ends_with(&format!(
+            "[{} more matches not shown (100 matches in 1 files); narrow the pattern, path or glob, or raise max_results]",
+            100 - shown
+        )),
+        "{text}"
+    );
+}
+
+#[tokio::test]
 async fn the_bound_holds_across_many_files_searched_in_parallel() {
     let dir = tempfile::tempdir().unwrap();
     for n in 0..400 {
