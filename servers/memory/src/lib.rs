@@ -19,6 +19,7 @@
 //!   (WAL, busy timeout, `BEGIN IMMEDIATE` writes, a `UNIQUE` normal form).
 //! - `PRAGMA user_version` holds the schema version for later migrations.
 
+pub mod search;
 pub mod server;
 pub mod store;
 pub mod text;

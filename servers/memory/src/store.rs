@@ -9,12 +9,11 @@
 //! - `PRAGMA user_version` records the schema version; [`MemoryStore::open`]
 //!   migrates older files and refuses newer ones.
 
-use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params, params_from_iter};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::text::{Terms, normalise};
 
@@ -183,79 +182,15 @@ impl MemoryStore {
         Ok(outcome)
     }
 
-    /// Memories matching `query`, best first, at most `limit`.
-    ///
-    /// Terms of three characters or more go through the trigram index and
-    /// are ranked by bm25; shorter terms (two-character Chinese words are
-    /// common) are matched as substrings of the normalised text and tags.
-    /// Hits matching more distinct terms come first, then better bm25, then
-    /// newer.
+    /// Memories matching `query`, best first, at most `limit`; see
+    /// [`crate::search`] for the ranking.
     pub fn search(&self, query: &str, limit: usize) -> Result<Vec<Memory>, MemoryError> {
         let terms = Terms::parse(query);
         if terms.is_empty() {
             return Err(MemoryError::EmptyQuery);
         }
-        let pool = (limit * 4).max(40) as i64;
         let conn = self.lock();
-        let mut hits: Vec<Hit> = Vec::new();
-        if let Some(expression) = terms.fts_expression() {
-            let mut stmt = conn.prepare_cached(
-                "SELECT m.id, m.kind, m.text, m.tags, m.norm, bm25(memories_fts, 1.0, 0.5) AS score
-                 FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
-                 WHERE memories_fts MATCH ?1 ORDER BY score LIMIT ?2",
-            )?;
-            let rows = stmt.query_map(params![expression, pool], |r| {
-                Ok(Hit {
-                    memory: memory_from_row(r)?,
-                    norm: r.get(4)?,
-                    score: r.get(5)?,
-                    matched: 0,
-                })
-            })?;
-            for row in rows {
-                hits.push(row?);
-            }
-        }
-        if !terms.short.is_empty() {
-            let condition =
-                vec!["instr(norm, ?) > 0 OR instr(tags, ?) > 0"; terms.short.len()].join(" OR ");
-            let sql = format!(
-                "SELECT id, kind, text, tags, norm FROM memories WHERE {condition}
-                 ORDER BY id DESC LIMIT {pool}"
-            );
-            let mut stmt = conn.prepare_cached(&sql)?;
-            let args = terms.short.iter().flat_map(|t| [t, t]);
-            let rows = stmt.query_map(params_from_iter(args), |r| {
-                Ok(Hit {
-                    memory: memory_from_row(r)?,
-                    norm: r.get(4)?,
-                    score: f64::INFINITY,
-                    matched: 0,
-                })
-            })?;
-            for row in rows {
-                let hit = row?;
-                if !hits.iter().any(|h| h.memory.id == hit.memory.id) {
-                    hits.push(hit);
-                }
-            }
-        }
-        drop(conn);
-        for hit in &mut hits {
-            let tags = hit.memory.tags.join(" ");
-            hit.matched = terms
-                .all()
-                .filter(|t| hit.norm.contains(t) || tags.contains(t))
-                .count();
-        }
-        hits.sort_by(|a, b| {
-            b.matched
-                .cmp(&a.matched)
-                .then(a.score.partial_cmp(&b.score).unwrap_or(Ordering::Equal))
-                .then(b.memory.id.cmp(&a.memory.id))
-        });
-        hits.truncate(limit);
-        Ok(hits.into_iter().map(|h| h.memory).collect())
+        Ok(crate::search::run(&conn, &terms, limit)?)
     }
 
     /// The newest memories first, optionally of one kind, at most `limit`.
@@ -324,14 +259,7 @@ impl MemoryStore {
     }
 }
 
-struct Hit {
-    memory: Memory,
-    norm: String,
-    score: f64,
-    matched: usize,
-}
-
-fn memory_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Memory> {
+pub(crate) fn memory_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Memory> {
     let tags: String = row.get(3)?;
     Ok(Memory {
         id: row.get(0)?,

@@ -57,11 +57,24 @@ impl Terms {
         self.long.iter().chain(&self.short).map(String::as_str)
     }
 
-    /// The FTS5 MATCH expression for the long terms: each term a quoted
-    /// string (inner `"` doubled, so nothing inside is syntax), joined with
-    /// `OR` so a memory matching any term is a candidate and bm25 ranks
-    /// those matching more, rarer terms first. `None` without long terms.
-    pub fn fts_expression(&self) -> Option<String> {
+    /// How many distinct terms the query holds.
+    pub fn len(&self) -> usize {
+        self.long.len() + self.short.len()
+    }
+
+    /// The FTS5 MATCH expression requiring every long term. Each term is a
+    /// quoted string (inner `"` doubled), so nothing inside is syntax.
+    /// `None` without long terms.
+    pub fn fts_all(&self) -> Option<String> {
+        self.fts_joined(" AND ")
+    }
+
+    /// The FTS5 MATCH expression accepting any long term, quoted the same way.
+    pub fn fts_any(&self) -> Option<String> {
+        self.fts_joined(" OR ")
+    }
+
+    fn fts_joined(&self, operator: &str) -> Option<String> {
         if self.long.is_empty() {
             return None;
         }
@@ -70,7 +83,7 @@ impl Terms {
             .iter()
             .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
             .collect();
-        Some(quoted.join(" OR "))
+        Some(quoted.join(operator))
     }
 }
 
@@ -98,7 +111,7 @@ mod tests {
     fn fts_syntax_in_a_query_is_quoted_as_text() {
         let terms = Terms::parse(r#"say "hi" NOT (a* OR -b)"#);
         assert_eq!(
-            terms.fts_expression().as_deref(),
+            terms.fts_any().as_deref(),
             Some(r#""say" OR """hi""" OR "not" OR "(a*" OR "-b)""#)
         );
         assert_eq!(terms.short, vec!["or"]);
