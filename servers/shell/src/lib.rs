@@ -9,8 +9,8 @@
 //!
 //! Invariants:
 //! - every command runs as the leader of its own process group with stdin
-//!   from /dev/null; when it exits, times out (default 120 s, at most 600 s)
-//!   or is killed, the whole group is killed, so nothing it started in the
+//!   from /dev/null; when it exits, times out (default 120 s, at most 600 s),
+//!   is killed or its MCP request is cancelled, the whole group is killed, so nothing it started in the
 //!   background survives it;
 //! - no orphans, ever: tasks die with the server however it ends (see
 //!   [`group`]: a reaper process kills every live group when this process
@@ -35,7 +35,8 @@ use mcp_tools::ToolContext;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
-use rmcp::{ServerHandler, tool, tool_handler, tool_router};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -110,6 +111,7 @@ impl ShellServer {
     async fn run_command(
         &self,
         Parameters(args): Parameters<RunCommandArgs>,
+        context: RequestContext<RoleServer>,
     ) -> Result<String, String> {
         if args.command.trim().is_empty() {
             return Err("command is empty: give a shell command line".to_string());
@@ -119,11 +121,14 @@ impl ShellServer {
             .timeout_secs
             .unwrap_or(DEFAULT_TIMEOUT_SECS)
             .clamp(1, MAX_TIMEOUT_SECS);
+        // A cancelled request (or a server shutting down) kills the group.
+        let cancelled = context.ct.clone();
         run::run_command(
             &args.command,
             &cwd,
             Duration::from_secs(secs),
             self.ctx.max_output,
+            async move { cancelled.cancelled().await },
         )
         .await
     }

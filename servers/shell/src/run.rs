@@ -33,10 +33,12 @@ pub struct Ended {
     pub status: Option<ExitStatus>,
     /// Whether the timeout fired and the group was killed for it.
     pub timed_out: bool,
+    /// Whether `cancel` fired and the group was killed for it.
+    pub cancelled: bool,
 }
 
-/// Reads the child's stdout and stderr into `on_output` until it exits or
-/// `timeout` passes; then kills the whole group (a `sleep 1000 &` the
+/// Reads the child's stdout and stderr into `on_output` until it exits, or
+/// `timeout` passes, or `cancel` completes; then kills the whole group (a `sleep 1000 &` the
 /// command left behind dies with it) and drains the pipes for at most
 /// [`DRAIN_GRACE`]. Cancel-safe in the sense that dropping the future drops
 /// nothing but borrowed state: the caller's [`ProcessGroup`] still kills.
@@ -44,8 +46,11 @@ pub async fn drive(
     child: &mut Child,
     group: &ProcessGroup,
     timeout: Option<Duration>,
+    cancel: impl Future<Output = ()>,
     mut on_output: impl FnMut(Stream, &[u8]),
 ) -> Ended {
+    let mut cancel = std::pin::pin!(cancel);
+    let mut cancelled = false;
     let mut stdout = child.stdout.take();
     let mut stderr = child.stderr.take();
     let mut out_buf = vec![0u8; 16 * 1024];
@@ -72,14 +77,22 @@ pub async fn drive(
                 group.kill();
                 drain_until = tokio::time::Instant::now() + DRAIN_GRACE;
             },
-            _ = tokio::time::sleep_until(deadline), if !exited && !timed_out => {
+            _ = tokio::time::sleep_until(deadline), if !exited && !timed_out && !cancelled => {
                 timed_out = true;
+                group.kill();
+            },
+            _ = &mut cancel, if !exited && !timed_out && !cancelled => {
+                cancelled = true;
                 group.kill();
             },
             _ = tokio::time::sleep_until(drain_until), if exited => break,
         }
     }
-    Ended { status, timed_out }
+    Ended {
+        status,
+        timed_out,
+        cancelled,
+    }
 }
 
 async fn read_some<R: AsyncReadExt + Unpin>(
@@ -95,11 +108,14 @@ async fn read_some<R: AsyncReadExt + Unpin>(
 /// Runs `command` with `sh -c` in `cwd` and renders the result for the
 /// model: the exit code (or the timeout), then stdout and stderr, clamped
 /// together to `max_output` bytes keeping each stream's head and tail.
+/// When `cancel` completes first (the MCP request was cancelled), the group
+/// is killed at once.
 pub async fn run_command(
     command: &str,
     cwd: &Path,
     timeout: Duration,
     max_output: usize,
+    cancel: impl Future<Output = ()>,
 ) -> Result<String, String> {
     let started = Instant::now();
     let (mut child, group) =
@@ -111,6 +127,7 @@ pub async fn run_command(
         &mut child,
         &group,
         Some(timeout),
+        cancel,
         |stream, bytes| match stream {
             Stream::Stdout => stdout.push(bytes),
             Stream::Stderr => stderr.push(bytes),
@@ -119,7 +136,9 @@ pub async fn run_command(
     .await;
     drop(group);
     let mut out = String::new();
-    if ended.timed_out {
+    if ended.cancelled {
+        out.push_str("cancelled: the command and every process it started were killed\n");
+    } else if ended.timed_out {
         out.push_str(&format!(
             "timed out after {} s: the command and every process it started were killed\n",
             timeout.as_secs()

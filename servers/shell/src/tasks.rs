@@ -94,9 +94,15 @@ impl Tasks {
             let group = group.clone();
             let state = state.clone();
             tokio::spawn(async move {
-                let ended = drive(&mut child, &group, None, |_: Stream, bytes| {
-                    lock(&state).unread.push(bytes);
-                })
+                let ended = drive(
+                    &mut child,
+                    &group,
+                    None,
+                    std::future::pending(),
+                    |_: Stream, bytes| {
+                        lock(&state).unread.push(bytes);
+                    },
+                )
                 .await;
                 lock(&state).status = Some(describe_status(ended.status));
                 let _ = done_tx.send(true);

@@ -143,6 +143,37 @@ async fn a_timeout_kills_the_command_and_its_grandchildren() {
 }
 
 #[tokio::test]
+async fn a_cancelled_call_kills_the_command_and_its_grandchildren() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = connect(dir.path()).await;
+    let pid_file = dir.path().join("bg.pid");
+    {
+        // Dropping the call future sends notifications/cancelled.
+        let running = call(
+            &client,
+            "run_command",
+            json!({"command": "sleep 1000 & echo $! > bg.pid; sleep 1000"}),
+        );
+        tokio::pin!(running);
+        let started = async {
+            while !pid_file.exists() {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        };
+        tokio::select! {
+            _ = &mut running => panic!("the command should still be running"),
+            _ = started => {}
+        }
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let background = read_pid(dir.path(), "bg.pid");
+    assert!(
+        eventually(|| !is_alive(background)).await,
+        "sleep 1000 & survived the cancellation"
+    );
+}
+
+#[tokio::test]
 async fn background_processes_die_when_the_command_exits() {
     let dir = tempfile::tempdir().unwrap();
     let client = connect(dir.path()).await;
