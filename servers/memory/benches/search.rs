@@ -6,6 +6,9 @@
 //! `memory_search` tool through an in-process MCP client. Prints p50 and p99
 //! per class. Run with `cargo bench -p nanohermes-memory`.
 
+// A benchmark prints its table to stdout.
+#![allow(clippy::print_stdout)]
+
 use std::time::{Duration, Instant};
 
 use mcp_tools::ToolContext;

@@ -1,0 +1,424 @@
+//! One bounded HTTP GET: scheme check, redirect limit, timeouts, a size cap
+//! read incrementally, and the content type decided before the body is read.
+
+use std::time::Duration;
+
+use reqwest::redirect::{Attempt, Policy};
+use reqwest::{StatusCode, Url};
+
+/// Limits every fetch obeys. The defaults suit a model reading web pages.
+#[derive(Debug, Clone)]
+pub struct FetchConfig {
+    /// Whole request, from connecting to the last body byte.
+    pub timeout: Duration,
+    /// Establishing the TCP (and TLS) connection.
+    pub connect_timeout: Duration,
+    /// Redirects followed before giving up.
+    pub max_redirects: usize,
+    /// Body bytes read when the caller gives no `max_bytes`.
+    pub default_max_bytes: usize,
+    /// Largest `max_bytes` a caller may ask for.
+    pub max_max_bytes: usize,
+}
+
+impl Default for FetchConfig {
+    /// 30 s total, 10 s to connect, 5 redirects, 2 MB by default, 10 MB at most.
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+            max_redirects: 5,
+            default_max_bytes: 2_000_000,
+            max_max_bytes: 10_000_000,
+        }
+    }
+}
+
+/// A fetched page.
+#[derive(Debug, Clone)]
+pub struct Page {
+    /// Where the last redirect led.
+    pub url: Url,
+    /// The final status (2xx or 3xx without a location).
+    pub status: StatusCode,
+    /// The `Content-Type` header, or a note that there was none.
+    pub content_type: String,
+    /// The body as readable text (HTML converted).
+    pub text: String,
+    /// Body bytes read.
+    pub bytes_read: usize,
+    /// True when the body went on past the size cap and was cut there.
+    pub truncated: bool,
+}
+
+/// Why a fetch failed. Each message says what the model can do next.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// The URL did not parse.
+    #[error("`{url}` is not a valid URL ({reason}); give an absolute http:// or https:// URL")]
+    BadUrl {
+        /// The URL as given.
+        url: String,
+        /// The parser's complaint.
+        reason: String,
+    },
+    /// The scheme is not http or https.
+    #[error("only http and https URLs can be fetched, not `{0}:` URLs")]
+    Scheme(String),
+    /// `max_bytes` was zero.
+    #[error("max_bytes must be at least 1")]
+    ZeroMaxBytes,
+    /// The whole request took too long.
+    #[error("timed out after {secs} s fetching {url}; the server is slow or not answering", secs = .timeout.as_secs_f64())]
+    Timeout {
+        /// The URL requested.
+        url: String,
+        /// The limit that was hit.
+        timeout: Duration,
+    },
+    /// The server redirected too often.
+    #[error(
+        "gave up after {max} redirects fetching {url}; fetch the final address directly if you know it"
+    )]
+    TooManyRedirects {
+        /// The URL requested.
+        url: String,
+        /// The redirect limit.
+        max: usize,
+    },
+    /// A redirect pointed to a scheme other than http or https.
+    #[error("{url} redirected to `{target}`, which is not an http or https URL")]
+    RedirectScheme {
+        /// The URL requested.
+        url: String,
+        /// The redirect target.
+        target: String,
+    },
+    /// Connecting failed.
+    #[error("could not connect to {url}: {reason}")]
+    Connect {
+        /// The URL requested.
+        url: String,
+        /// The cause.
+        reason: String,
+    },
+    /// The server answered with an HTTP error status.
+    #[error("HTTP {status} from {url}{}", excerpt(.body))]
+    Status {
+        /// The URL that answered.
+        url: String,
+        /// The status, e.g. `404 Not Found`.
+        status: StatusCode,
+        /// The start of the error page, as text.
+        body: String,
+    },
+    /// The body is not text.
+    #[error(
+        "refused: {url} is `{content_type}`, not text; web_fetch returns HTML, text, JSON and XML only"
+    )]
+    NotText {
+        /// The URL that answered.
+        url: String,
+        /// The content type it declared (or what was sniffed).
+        content_type: String,
+    },
+    /// Any other transport failure.
+    #[error("fetching {url} failed: {reason}")]
+    Other {
+        /// The URL requested.
+        url: String,
+        /// The cause, with its sources.
+        reason: String,
+    },
+}
+
+fn excerpt(body: &str) -> String {
+    let body = body.trim();
+    if body.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; the page says:\n{}",
+            mcp_tools::clamp(body, ERROR_EXCERPT_BYTES)
+        )
+    }
+}
+
+/// Bytes of an error page quoted in a [`FetchError::Status`].
+pub const ERROR_EXCERPT_BYTES: usize = 1_000;
+
+/// Width html2text wraps converted HTML at.
+pub const TEXT_WIDTH: usize = 100;
+
+/// An HTTP client with the limits of one [`FetchConfig`].
+#[derive(Debug, Clone)]
+pub struct Fetcher {
+    client: reqwest::Client,
+    config: FetchConfig,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum RedirectRefused {
+    #[error("too many redirects")]
+    TooMany,
+    #[error("redirect to a non-http scheme")]
+    Scheme(String),
+}
+
+impl Fetcher {
+    /// Builds the client. Fails only if the TLS backend cannot start.
+    pub fn new(config: FetchConfig) -> Result<Self, reqwest::Error> {
+        let max = config.max_redirects;
+        let policy = Policy::custom(move |attempt: Attempt<'_>| {
+            if !matches!(attempt.url().scheme(), "http" | "https") {
+                let target = attempt.url().to_string();
+                attempt.error(RedirectRefused::Scheme(target))
+            } else if attempt.previous().len() > max {
+                attempt.error(RedirectRefused::TooMany)
+            } else {
+                attempt.follow()
+            }
+        });
+        let client = reqwest::Client::builder()
+            .user_agent(concat!("nanohermes-web/", env!("CARGO_PKG_VERSION")))
+            .redirect(policy)
+            .timeout(config.timeout)
+            .connect_timeout(config.connect_timeout)
+            .build()?;
+        Ok(Self { client, config })
+    }
+
+    /// The limits in force.
+    pub fn config(&self) -> &FetchConfig {
+        &self.config
+    }
+
+    /// GETs `url` and returns its body as text, reading at most `max_bytes`
+    /// (default and ceiling from the config) of it.
+    pub async fn fetch(&self, url: &str, max_bytes: Option<usize>) -> Result<Page, FetchError> {
+        let parsed = Url::parse(url.trim()).map_err(|e| FetchError::BadUrl {
+            url: url.to_string(),
+            reason: e.to_string(),
+        })?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(FetchError::Scheme(parsed.scheme().to_string()));
+        }
+        let cap = match max_bytes {
+            Some(0) => return Err(FetchError::ZeroMaxBytes),
+            Some(n) => n.min(self.config.max_max_bytes),
+            None => self.config.default_max_bytes,
+        };
+        let mut response = self
+            .client
+            .get(parsed.clone())
+            .header(reqwest::header::ACCEPT, ACCEPT)
+            .send()
+            .await
+            .map_err(|e| self.transport_error(&parsed, e))?;
+        let final_url = response.url().clone();
+        let status = response.status();
+        let declared = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        if status.is_redirection() {
+            // reqwest hands back, unfollowed, a redirect whose target is not
+            // http(s); say where it pointed.
+            if let Some(target) = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+            {
+                return Err(FetchError::RedirectScheme {
+                    url: parsed.to_string(),
+                    target: target.to_string(),
+                });
+            }
+        }
+        let declared_kind = declared.as_deref().map(classify);
+        if status.is_success() && declared_kind == Some(Err(())) {
+            return Err(FetchError::NotText {
+                url: final_url.to_string(),
+                content_type: declared.unwrap_or_default(),
+            });
+        }
+        let error_cap = if status.is_success() {
+            cap
+        } else {
+            ERROR_EXCERPT_BYTES * 4
+        };
+        let mut body: Vec<u8> = Vec::new();
+        let mut truncated = false;
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| self.transport_error(&parsed, e))?
+        {
+            let room = error_cap - body.len();
+            if chunk.len() >= room {
+                body.extend_from_slice(&chunk[..room]);
+                // Anything more than exactly the cap means the body went on.
+                truncated = chunk.len() > room || response.chunk().await.ok().flatten().is_some();
+                break;
+            }
+            body.extend_from_slice(&chunk);
+        }
+        drop(response);
+        let kind = match declared_kind {
+            Some(Ok(kind)) => kind,
+            Some(Err(())) => Body::Text,
+            None => sniff(&body).ok_or_else(|| FetchError::NotText {
+                url: final_url.to_string(),
+                content_type: "binary data without a Content-Type".to_string(),
+            })?,
+        };
+        let text = match kind {
+            Body::Html => html2text::from_read(body.as_slice(), TEXT_WIDTH)
+                .unwrap_or_else(|_| String::from_utf8_lossy(&body).into_owned()),
+            Body::Text => String::from_utf8_lossy(&body).into_owned(),
+        };
+        if !status.is_success() {
+            return Err(FetchError::Status {
+                url: final_url.to_string(),
+                status,
+                body: text,
+            });
+        }
+        Ok(Page {
+            url: final_url,
+            status,
+            content_type: declared.unwrap_or_else(|| "none given".to_string()),
+            text,
+            bytes_read: body.len(),
+            truncated,
+        })
+    }
+
+    fn transport_error(&self, url: &Url, error: reqwest::Error) -> FetchError {
+        let url = url.to_string();
+        if error.is_redirect() {
+            let mut source = std::error::Error::source(&error);
+            while let Some(cause) = source {
+                if let Some(refused) = cause.downcast_ref::<RedirectRefused>() {
+                    return match refused {
+                        RedirectRefused::TooMany => FetchError::TooManyRedirects {
+                            url,
+                            max: self.config.max_redirects,
+                        },
+                        RedirectRefused::Scheme(target) => FetchError::RedirectScheme {
+                            url,
+                            target: target.clone(),
+                        },
+                    };
+                }
+                source = cause.source();
+            }
+        }
+        if error.is_timeout() {
+            return FetchError::Timeout {
+                url,
+                timeout: self.config.timeout,
+            };
+        }
+        let reason = chain(&error);
+        if error.is_connect() {
+            FetchError::Connect { url, reason }
+        } else {
+            FetchError::Other { url, reason }
+        }
+    }
+}
+
+const ACCEPT: &str = "text/html, application/xhtml+xml, text/*;q=0.9, application/json;q=0.9, application/xml;q=0.8, */*;q=0.1";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Body {
+    Html,
+    Text,
+}
+
+/// What a declared content type is: HTML, text, or refused (`Err`).
+fn classify(content_type: &str) -> Result<Body, ()> {
+    let mime = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    match mime.as_str() {
+        "" => Ok(Body::Text),
+        "text/html" | "application/xhtml+xml" => Ok(Body::Html),
+        "application/json"
+        | "application/xml"
+        | "application/javascript"
+        | "application/ecmascript"
+        | "application/x-javascript"
+        | "application/yaml"
+        | "application/x-yaml"
+        | "application/toml"
+        | "application/x-ndjson"
+        | "application/sql"
+        | "application/graphql"
+        | "application/x-sh" => Ok(Body::Text),
+        m if m.starts_with("text/") || m.ends_with("+json") || m.ends_with("+xml") => {
+            Ok(Body::Text)
+        }
+        _ => Err(()),
+    }
+}
+
+/// Guesses the kind of an untyped body: `None` when it looks binary.
+fn sniff(body: &[u8]) -> Option<Body> {
+    let head = &body[..body.len().min(1024)];
+    if head.contains(&0) {
+        return None;
+    }
+    let start = String::from_utf8_lossy(head)
+        .trim_start()
+        .to_ascii_lowercase();
+    if start.starts_with("<!doctype html") || start.starts_with("<html") {
+        Some(Body::Html)
+    } else {
+        Some(Body::Text)
+    }
+}
+
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_like_types_are_accepted_and_others_refused() {
+        assert_eq!(classify("text/html; charset=utf-8"), Ok(Body::Html));
+        assert_eq!(classify("Application/XHTML+XML"), Ok(Body::Html));
+        assert_eq!(classify("text/plain"), Ok(Body::Text));
+        assert_eq!(classify("application/json"), Ok(Body::Text));
+        assert_eq!(classify("application/rss+xml"), Ok(Body::Text));
+        assert_eq!(classify("application/vnd.api+json"), Ok(Body::Text));
+        assert_eq!(classify("image/png"), Err(()));
+        assert_eq!(classify("application/octet-stream"), Err(()));
+        assert_eq!(classify("application/pdf"), Err(()));
+    }
+
+    #[test]
+    fn untyped_bodies_are_sniffed() {
+        assert_eq!(sniff(b"  <!DOCTYPE html><p>x"), Some(Body::Html));
+        assert_eq!(sniff(b"plain words"), Some(Body::Text));
+        assert_eq!(sniff(b"\x89PNG\r\n\x1a\n\0\0"), None);
+    }
+}
