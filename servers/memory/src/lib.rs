@@ -9,10 +9,12 @@
 //! | `memory_forget {id}` | deletes one memory; an unknown id is an error | destructive |
 //!
 //! Invariants:
-//! - Search finds Chinese, Japanese and Korean as well as English: the FTS5
-//!   index uses the `trigram` tokenizer (substring matching, no word
-//!   segmentation needed), ranked by bm25; terms of one or two characters,
-//!   which trigrams cannot match, are matched as substrings instead.
+//! - Search finds Chinese, Japanese and Korean as well as English: words of
+//!   space-separated scripts go to an FTS5 `unicode61` index (word and
+//!   prefix matches), CJK terms to an FTS5 `trigram` index (substring
+//!   matches, no word segmentation needed), both ranked by bm25; CJK terms
+//!   of one or two characters, below the trigram size, are matched as
+//!   substrings instead (see [`text`] and [`search`]).
 //! - A query is text, never FTS5 syntax: quotes, `*`, `-`, `OR` and
 //!   parentheses cannot cause a syntax error.
 //! - Several processes may write one database at once and lose nothing

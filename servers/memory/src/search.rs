@@ -1,11 +1,11 @@
 //! Ranking a query against the database, in two tiers.
 //!
-//! 1. **Every term.** Memories containing all the query's terms, ranked by
-//!    bm25 (newest first when every term is too short for the index). The
-//!    long terms go to the trigram index as an `AND` of quoted strings; the
-//!    short ones filter the same rows by substring. Requiring every term
-//!    keeps the set bm25 must score small, which is what makes a search
-//!    over 100 000 memories take milliseconds.
+//! 1. **Every term.** Memories containing all the query's terms. One index
+//!    drives the query and ranks it by bm25 (the word index when the query
+//!    has word terms, else the trigram index); the other index and the
+//!    substring terms filter the same rows. With only substring terms, the
+//!    newest come first. Requiring every term keeps the set bm25 must score
+//!    small.
 //! 2. **Any term**, only when tier 1 found fewer than `limit`: memories
 //!    containing some of the terms, those containing more distinct terms
 //!    first, then by bm25, then newest.
@@ -19,9 +19,6 @@ use rusqlite::{Connection, params_from_iter};
 
 use crate::store::{Memory, memory_from_row};
 use crate::text::Terms;
-
-/// Weights of the `text` and `tags` columns in bm25.
-const BM25: &str = "bm25(memories_fts, 1.0, 0.5)";
 
 /// Substring test of one short term against text and tags (two parameters).
 const CONTAINS: &str = "(instr(m.norm, ?) > 0 OR instr(m.tags, ?) > 0)";
@@ -43,34 +40,58 @@ pub fn run(conn: &Connection, terms: &Terms, limit: usize) -> rusqlite::Result<V
     Ok(hits)
 }
 
+/// The SQL and parameters of one query, built piece by piece.
+struct Query {
+    conditions: Vec<String>,
+    args: Vec<String>,
+}
+
+impl Query {
+    fn filter(&mut self, condition: &str, args: impl IntoIterator<Item = String>) {
+        self.conditions.push(condition.to_string());
+        self.args.extend(args);
+    }
+}
+
 fn every_term(conn: &Connection, terms: &Terms, limit: usize) -> rusqlite::Result<Vec<Memory>> {
-    let filters = vec![CONTAINS; terms.short.len()];
-    let short_args = terms.short.iter().flat_map(|t| [t.clone(), t.clone()]);
-    let (sql, args): (String, Vec<String>) = match terms.fts_all() {
-        Some(expression) => {
-            let mut conditions = vec!["memories_fts MATCH ?"];
-            conditions.extend(filters);
+    let words = terms.words_expression(true);
+    let grams = terms.grams_expression(true);
+    let mut query = Query {
+        conditions: Vec::new(),
+        args: Vec::new(),
+    };
+    let (from, order) = match (&words, &grams) {
+        (Some(w), _) => {
+            query.filter("memories_words MATCH ?", [w.clone()]);
             (
-                format!(
-                    "SELECT m.id, m.kind, m.text, m.tags FROM memories_fts
-                     JOIN memories m ON m.id = memories_fts.rowid
-                     WHERE {} ORDER BY {BM25} LIMIT {limit}",
-                    conditions.join(" AND ")
-                ),
-                std::iter::once(expression).chain(short_args).collect(),
+                "memories_words JOIN memories m ON m.id = memories_words.rowid",
+                "bm25(memories_words, 1.0, 0.5)",
             )
         }
-        None => (
-            format!(
-                "SELECT m.id, m.kind, m.text, m.tags FROM memories m
-                 WHERE {} ORDER BY m.id DESC LIMIT {limit}",
-                filters.join(" AND ")
-            ),
-            short_args.collect(),
-        ),
+        (None, Some(g)) => {
+            query.filter("memories_fts MATCH ?", [g.clone()]);
+            (
+                "memories_fts JOIN memories m ON m.id = memories_fts.rowid",
+                "bm25(memories_fts, 1.0, 0.5)",
+            )
+        }
+        (None, None) => ("memories m", "m.id DESC"),
     };
+    if let (Some(_), Some(g)) = (&words, &grams) {
+        query.filter(
+            "m.id IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?)",
+            [g.clone()],
+        );
+    }
+    for term in &terms.short {
+        query.filter(CONTAINS, [term.clone(), term.clone()]);
+    }
+    let sql = format!(
+        "SELECT m.id, m.kind, m.text, m.tags FROM {from} WHERE {} ORDER BY {order} LIMIT {limit}",
+        query.conditions.join(" AND ")
+    );
     let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map(params_from_iter(args), memory_from_row)?;
+    let rows = stmt.query_map(params_from_iter(query.args), memory_from_row)?;
     rows.collect()
 }
 
@@ -82,11 +103,18 @@ struct Candidate {
 
 fn any_term(conn: &Connection, terms: &Terms, pool: usize) -> rusqlite::Result<Vec<Memory>> {
     let mut candidates: Vec<Candidate> = Vec::new();
-    if let Some(expression) = terms.fts_any() {
+    let indexed = [
+        ("memories_words", terms.words_expression(false)),
+        ("memories_fts", terms.grams_expression(false)),
+    ];
+    for (table, expression) in indexed {
+        let Some(expression) = expression else {
+            continue;
+        };
         let mut stmt = conn.prepare_cached(&format!(
-            "SELECT m.id, m.kind, m.text, m.tags, {BM25} AS score FROM memories_fts
-             JOIN memories m ON m.id = memories_fts.rowid
-             WHERE memories_fts MATCH ?1 ORDER BY score LIMIT {pool}"
+            "SELECT m.id, m.kind, m.text, m.tags, bm25({table}, 1.0, 0.5) AS score FROM {table}
+             JOIN memories m ON m.id = {table}.rowid
+             WHERE {table} MATCH ?1 ORDER BY score LIMIT {pool}"
         ))?;
         let rows = stmt.query_map([expression], |r| {
             Ok(Candidate {
@@ -96,7 +124,7 @@ fn any_term(conn: &Connection, terms: &Terms, pool: usize) -> rusqlite::Result<V
             })
         })?;
         for row in rows {
-            candidates.push(row?);
+            add(&mut candidates, row?);
         }
     }
     if !terms.short.is_empty() {
@@ -114,13 +142,7 @@ fn any_term(conn: &Connection, terms: &Terms, pool: usize) -> rusqlite::Result<V
             })
         })?;
         for row in rows {
-            let candidate = row?;
-            if !candidates
-                .iter()
-                .any(|c| c.memory.id == candidate.memory.id)
-            {
-                candidates.push(candidate);
-            }
+            add(&mut candidates, row?);
         }
     }
     for candidate in &mut candidates {
@@ -138,4 +160,15 @@ fn any_term(conn: &Connection, terms: &Terms, pool: usize) -> rusqlite::Result<V
             .then(b.memory.id.cmp(&a.memory.id))
     });
     Ok(candidates.into_iter().map(|c| c.memory).collect())
+}
+
+/// Adds `candidate`, or keeps the better score of the two if it is there.
+fn add(candidates: &mut Vec<Candidate>, candidate: Candidate) {
+    match candidates
+        .iter_mut()
+        .find(|c| c.memory.id == candidate.memory.id)
+    {
+        Some(existing) => existing.score = existing.score.min(candidate.score),
+        None => candidates.push(candidate),
+    }
 }

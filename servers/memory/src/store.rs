@@ -322,16 +322,26 @@ CREATE INDEX memories_kind ON memories (kind, id);
 CREATE VIRTUAL TABLE memories_fts USING fts5 (
     text, tags, content = 'memories', content_rowid = 'id', tokenize = 'trigram'
 );
+CREATE VIRTUAL TABLE memories_words USING fts5 (
+    text, tags, content = 'memories', content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 2'
+);
 CREATE TRIGGER memories_after_insert AFTER INSERT ON memories BEGIN
     INSERT INTO memories_fts (rowid, text, tags) VALUES (new.id, new.text, new.tags);
+    INSERT INTO memories_words (rowid, text, tags) VALUES (new.id, new.text, new.tags);
 END;
 CREATE TRIGGER memories_after_delete AFTER DELETE ON memories BEGIN
     INSERT INTO memories_fts (memories_fts, rowid, text, tags)
+    VALUES ('delete', old.id, old.text, old.tags);
+    INSERT INTO memories_words (memories_words, rowid, text, tags)
     VALUES ('delete', old.id, old.text, old.tags);
 END;
 CREATE TRIGGER memories_after_update AFTER UPDATE ON memories BEGIN
     INSERT INTO memories_fts (memories_fts, rowid, text, tags)
     VALUES ('delete', old.id, old.text, old.tags);
+    INSERT INTO memories_words (memories_words, rowid, text, tags)
+    VALUES ('delete', old.id, old.text, old.tags);
     INSERT INTO memories_fts (rowid, text, tags) VALUES (new.id, new.text, new.tags);
+    INSERT INTO memories_words (rowid, text, tags) VALUES (new.id, new.text, new.tags);
 END;
 ";

@@ -168,11 +168,13 @@ async fn two_processes_writing_one_database_lose_nothing() {
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .unwrap();
     assert_eq!(integrity, "ok");
-    conn.execute(
-        "INSERT INTO memories_fts(memories_fts, rank) VALUES('integrity-check', 1)",
-        [],
-    )
-    .unwrap();
+    for index in ["memories_fts", "memories_words"] {
+        conn.execute(
+            &format!("INSERT INTO {index}({index}, rank) VALUES('integrity-check', 1)"),
+            [],
+        )
+        .unwrap();
+    }
     let indexed: i64 = conn
         .query_row(
             "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH '\"记忆库\"'",
