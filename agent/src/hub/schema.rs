@@ -14,6 +14,10 @@
 //!   reported;
 //! - the root gets `"type": "object"` when it has none, and every object
 //!   schema gets a `properties` map when it has none;
+//! - `allOf`/`anyOf`/`oneOf` at the root (which OpenAI refuses there) are
+//!   merged into the root's `properties`: every variant's properties are
+//!   offered, and a property is required when `allOf` requires it or every
+//!   `anyOf`/`oneOf` variant does; `not` and `enum` at the root are dropped;
 //! - a root that is not an object schema is replaced by an empty object
 //!   schema and reported.
 //!
@@ -83,7 +87,95 @@ fn fix_root(schema: Value, problems: &mut Vec<String>) -> Value {
     }
     map.insert("type".into(), json!("object"));
     map.entry("properties").or_insert_with(|| json!({}));
+    for keyword in ["allOf", "anyOf", "oneOf"] {
+        if let Some(Value::Array(variants)) = map.remove(keyword) {
+            merge_variants(&mut map, keyword == "allOf", &variants);
+        }
+    }
+    map.remove("not");
+    map.remove("enum");
     Value::Object(map)
+}
+
+/// Folds the object variants of a root combinator into the root's
+/// `properties` and `required` (see the module docs). A property the root
+/// already declares keeps its schema; one that variants declare differently
+/// gets the `anyOf` of their schemas, or an `enum` when they are all
+/// `const`s (the tag of a tagged enum).
+fn merge_variants(root: &mut Map<String, Value>, all_of: bool, variants: &[Value]) {
+    let names = |schema: &Value| -> Vec<String> {
+        schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| {
+                r.iter()
+                    .filter_map(|n| n.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut required = root
+        .get("required")
+        .map(|r| names(&json!({ "required": r })))
+        .unwrap_or_default();
+    let mut common: Option<Vec<String>> = None;
+    let mut collected: Vec<(String, Vec<Value>)> = Vec::new();
+    for variant in variants {
+        if let Some(Value::Object(properties)) = variant.get("properties") {
+            for (name, schema) in properties {
+                match collected.iter_mut().find(|(n, _)| n == name) {
+                    Some((_, schemas)) if !schemas.contains(schema) => schemas.push(schema.clone()),
+                    Some(_) => {}
+                    None => collected.push((name.clone(), vec![schema.clone()])),
+                }
+            }
+        }
+        let variant_required = names(variant);
+        if all_of {
+            required.extend(variant_required);
+        } else {
+            common = Some(match common {
+                None => variant_required,
+                Some(so_far) => so_far
+                    .into_iter()
+                    .filter(|n| variant_required.contains(n))
+                    .collect(),
+            });
+        }
+    }
+    if let Some(Value::Object(properties)) = root.get_mut("properties") {
+        for (name, schemas) in collected {
+            properties.entry(name).or_insert_with(|| combine(schemas));
+        }
+    }
+    required.extend(common.unwrap_or_default());
+    let mut seen = std::collections::HashSet::new();
+    required.retain(|n| seen.insert(n.clone()));
+    if required.is_empty() {
+        root.remove("required");
+    } else {
+        root.insert("required".into(), json!(required));
+    }
+}
+
+/// One schema accepting what any of `schemas` accepts.
+fn combine(mut schemas: Vec<Value>) -> Value {
+    if schemas.len() == 1 {
+        return schemas.remove(0);
+    }
+    let consts: Option<Vec<Value>> = schemas.iter().map(|s| s.get("const").cloned()).collect();
+    match consts {
+        Some(values) => {
+            let mut merged = json!({ "enum": values });
+            if let Some(t) = schemas[0].get("type")
+                && schemas.iter().all(|s| s.get("type") == Some(t))
+            {
+                merged["type"] = t.clone();
+            }
+            merged
+        }
+        None => json!({ "anyOf": schemas }),
+    }
 }
 
 struct Walker<'a> {
@@ -416,6 +508,63 @@ mod tests {
         assert_eq!(out.schema, json!({"type": "object", "properties": {}}));
         assert_eq!(out.problems.len(), 1);
         assert!(out.problems[0].contains("not object"), "{:?}", out.problems);
+    }
+
+    #[test]
+    fn root_one_of_is_merged_into_properties() {
+        // What schemars emits for an internally tagged enum.
+        check(
+            json!({
+                "oneOf": [
+                    {"type": "object", "properties": {"action": {"const": "read"}, "path": {"type": "string"}}, "required": ["action", "path"]},
+                    {"type": "object", "properties": {"action": {"const": "list"}, "depth": {"type": "integer"}}, "required": ["action"]}
+                ]
+            }),
+            json!({
+                "type": "object",
+                "properties": {
+                    "action": {"enum": ["read", "list"]},
+                    "path": {"type": "string"},
+                    "depth": {"type": "integer"}
+                },
+                "required": ["action"]
+            }),
+        );
+    }
+
+    #[test]
+    fn root_any_of_offers_differing_property_schemas_as_any_of() {
+        check(
+            json!({
+                "anyOf": [
+                    {"properties": {"x": {"type": "string"}}, "required": ["x"]},
+                    {"properties": {"x": {"type": "integer"}}, "required": ["x"]}
+                ]
+            }),
+            json!({
+                "type": "object",
+                "properties": {"x": {"anyOf": [{"type": "string"}, {"type": "integer"}]}},
+                "required": ["x"]
+            }),
+        );
+    }
+
+    #[test]
+    fn root_all_of_requires_what_any_part_requires() {
+        check(
+            json!({
+                "type": "object",
+                "properties": {"a": {"type": "string"}},
+                "required": ["a"],
+                "allOf": [{"$ref": "#/$defs/B"}],
+                "$defs": {"B": {"type": "object", "properties": {"b": {"type": "integer"}}, "required": ["b"]}}
+            }),
+            json!({
+                "type": "object",
+                "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
+                "required": ["a", "b"]
+            }),
+        );
     }
 
     #[test]
