@@ -3,7 +3,8 @@
 //! Each built-in is an rmcp handler from its server crate, connected over
 //! typed in-memory channels ([`mcp_tools::in_process::serve_in_process`]): a
 //! full MCP session with no child process and no JSON encoding. Adding a
-//! server is one variant and one arm in [`Builtin::spec`].
+//! server is a variant, its place in [`Builtin::ALL`] and one arm in
+//! `Builtin::spec`.
 
 use std::path::PathBuf;
 

@@ -237,10 +237,7 @@ impl Hub {
                     }
                     hub.servers.push(server);
                 }
-                Err(warning) => {
-                    tracing::warn!("{warning}");
-                    hub.warnings.push(warning);
-                }
+                Err(warning) => hub.warn(warning),
             }
         }
         Ok(hub)
@@ -349,8 +346,10 @@ impl Hub {
         });
     }
 
+    /// Records a warning; the caller shows [`Hub::warnings`] to the user,
+    /// so the log line is only for debugging.
     fn warn(&mut self, warning: String) {
-        tracing::warn!("{warning}");
+        tracing::debug!("{warning}");
         self.warnings.push(warning);
     }
 

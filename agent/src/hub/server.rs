@@ -278,7 +278,7 @@ impl Server {
                 state.dead = None;
                 // Dropping the old client cancels its service.
                 drop(state.client.replace(client));
-                tracing::warn!(server = %self.name, "restarted after: {reason}");
+                tracing::info!(server = %self.name, "restarted after: {reason}");
                 return Ok((peer, state.generation));
             }
             Ok(Err(e)) => format!("{e:#}"),
