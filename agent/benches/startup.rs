@@ -19,21 +19,25 @@ mod mock_model;
 
 use std::time::{Duration, Instant};
 
-use mock_model::{MockModel, Step, call, text, tool_calls};
+use mock_model::{MockModel, Reply, Step, call, text, tool_calls};
 use serde_json::json;
 
+/// The four answers, each written in one piece: the mock's pauses between
+/// pieces (which make frames span reads in the tests) would be measured too.
 fn four_steps() -> Vec<Step> {
-    vec![
-        tool_calls(&[call("c1", "list_dir", json!({}))]).into(),
-        tool_calls(&[call(
-            "c2",
-            "write_file",
-            json!({"path":"notes.txt","content":"bench\n"}),
-        )])
-        .into(),
-        tool_calls(&[call("c3", "read_file", json!({"path":"notes.txt"}))]).into(),
-        text(&["Done."]).into(),
+    let write = json!({"path":"notes.txt","content":"bench\n"});
+    [
+        tool_calls(&[call("c1", "list_dir", json!({}))]),
+        tool_calls(&[call("c2", "write_file", write)]),
+        tool_calls(&[call("c3", "read_file", json!({"path":"notes.txt"}))]),
+        text(&["Done."]),
     ]
+    .into_iter()
+    .map(|reply| match reply {
+        Reply::Sse(pieces) => Reply::Sse(vec![pieces.concat()]).into(),
+        other => other.into(),
+    })
+    .collect()
 }
 
 struct Sample {

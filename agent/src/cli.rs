@@ -151,9 +151,22 @@ fn tool_table(rows: &[[&str; 3]]) -> String {
 }
 
 /// First Ctrl-C: stop at the next step boundary. Second: quit now.
+///
+/// The handler is registered before this returns, so a Ctrl-C that comes
+/// while the first request is in flight is not lost to the default action.
 fn watch_ctrl_c(interrupt: Interrupt) {
+    #[cfg(unix)]
+    let mut signals = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+    {
+        Ok(signals) => signals,
+        Err(_) => return,
+    };
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_err() {
+        #[cfg(unix)]
+        let mut next = async || signals.recv().await.is_some();
+        #[cfg(not(unix))]
+        let mut next = async || tokio::signal::ctrl_c().await.is_ok();
+        if !next().await {
             return;
         }
         interrupt.request();
@@ -161,7 +174,7 @@ fn watch_ctrl_c(interrupt: Interrupt) {
             std::io::stderr(),
             "\nnanohermes: interrupt requested; stopping at the next step boundary (Ctrl-C again to quit now)"
         );
-        if tokio::signal::ctrl_c().await.is_ok() {
+        if next().await {
             std::process::exit(i32::from(EXIT_INTERRUPTED));
         }
     });

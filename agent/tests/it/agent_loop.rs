@@ -59,6 +59,7 @@ async fn every_frame_kind_of_a_real_stream_is_tolerated() {
     assert_eq!(agent.usage().requests, 1);
     assert_eq!(agent.usage().requests_without_usage, 1);
     assert_eq!(agent.usage().prompt_tokens, 0);
+    assert_requests_valid(&mock.requests());
 }
 
 #[tokio::test]
@@ -292,6 +293,7 @@ async fn an_interrupt_during_a_step_stops_at_the_boundary_with_every_call_answer
 
     assert_eq!(summary.outcome, Outcome::Interrupted);
     assert_eq!(mock.requests().len(), 1);
+    assert_requests_valid(&mock.requests());
     // The step in flight finished: both calls ran and were answered.
     assert_eq!(
         std::fs::read_to_string(dir.path().join("b.txt")).unwrap(),
@@ -332,6 +334,7 @@ async fn a_failed_model_request_ends_the_run_with_a_valid_history() {
         "{error}"
     );
     assert_eq!(mock.requests().len(), 2, "a 401 is not retried");
+    assert_requests_valid(&mock.requests());
     assert_history_valid(agent.messages());
     assert_eq!(agent.messages().last().unwrap()["role"], "tool");
 }

@@ -318,6 +318,7 @@ async fn a_rejected_api_key_is_a_one_line_error() {
         ),
     );
     assert_eq!(mock.requests().len(), 1);
+    assert_requests_valid(&mock.requests());
 }
 
 #[tokio::test]
@@ -354,6 +355,7 @@ async fn a_model_that_does_not_exist_is_a_one_line_error() {
         &format!("model `gpt-nope` does not exist at {url} (HTTP 404)"),
     );
     assert_eq!(mock.requests()[0].body["model"], "gpt-nope");
+    assert_requests_valid(&mock.requests());
 }
 
 #[tokio::test]
@@ -402,4 +404,61 @@ async fn a_missing_workspace_is_a_one_line_error() {
         &run,
         "workspace /nonexistent/nanohermes-test does not exist",
     );
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn ctrl_c_during_a_step_exits_130_after_answering_every_call() {
+    use std::sync::{Arc, OnceLock};
+
+    let dir = tempfile::tempdir().unwrap();
+    let child_pid: Arc<OnceLock<u32>> = Arc::new(OnceLock::new());
+    let pid = child_pid.clone();
+    let mock = MockModel::start(vec![
+        tool_calls(&[
+            call("call_a", "list_dir", json!({})),
+            call(
+                "call_b",
+                "write_file",
+                json!({"path":"b.txt","content":"b"}),
+            ),
+        ])
+        .when_requested(move || {
+            let pid =
+                nix::unistd::Pid::from_raw(*pid.get().expect("pid set before the request") as i32);
+            nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT sent");
+        }),
+        text(&["never asked"]).into(),
+    ])
+    .await;
+    let url = mock.base_url();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"));
+    command
+        .args(["run", "--workspace"])
+        .arg(dir.path())
+        .arg("list and write")
+        .envs(on_mock(&mock, &url))
+        .env_remove("NANOHERMES_LOG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let child = command.spawn().unwrap();
+    child_pid.set(child.id().unwrap()).unwrap();
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("interrupted: stopped at a step boundary"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("b.txt")).unwrap(),
+        "b"
+    );
+    assert_eq!(mock.requests().len(), 1);
+    assert_requests_valid(&mock.requests());
 }

@@ -122,6 +122,7 @@ async fn the_fallback_model_gets_one_try_only() {
         )
     );
     assert_eq!(mock.requests().len(), 4);
+    assert_requests_valid(&mock.requests());
 }
 
 #[tokio::test]
@@ -143,6 +144,7 @@ async fn without_a_fallback_the_last_retryable_error_is_returned() {
     );
     assert_eq!(seen.retries.len(), 2);
     assert_eq!(mock.requests().len(), 3);
+    assert_requests_valid(&mock.requests());
 }
 
 #[tokio::test]
@@ -165,6 +167,7 @@ async fn client_errors_are_not_retried() {
     );
     assert!(seen.retries.is_empty() && seen.fallbacks.is_empty());
     assert_eq!(mock.requests().len(), 1);
+    assert_requests_valid(&mock.requests());
 }
 
 #[tokio::test]
@@ -175,6 +178,7 @@ async fn a_dropped_connection_is_retried() {
 
     assert_eq!(result.unwrap().content, "after the drop");
     assert_eq!(seen.retries.len(), 1);
+    assert_requests_valid(&mock.requests());
 }
 
 #[tokio::test]
@@ -191,6 +195,7 @@ async fn a_stream_that_fails_after_partial_text_is_retried_without_showing_text_
     assert_eq!(result.unwrap().content, "Hello world!");
     assert_eq!(seen.text, "Hello world!");
     assert_eq!(seen.retries.len(), 1);
+    assert_requests_valid(&mock.requests());
 }
 
 #[tokio::test]
@@ -205,6 +210,7 @@ async fn an_error_frame_with_a_non_retryable_code_fails_at_once() {
         "the model server failed mid-stream (code 400): context too long"
     );
     assert_eq!(mock.requests().len(), 1);
+    assert_requests_valid(&mock.requests());
 }
 
 #[tokio::test]
@@ -230,6 +236,7 @@ async fn the_non_streaming_path_reads_whole_responses() {
     let body = &mock.requests()[0].body;
     assert_eq!(body["stream"], false);
     assert!(body.get("stream_options").is_none());
+    assert_requests_valid(&mock.requests());
 }
 
 #[tokio::test]
@@ -243,6 +250,7 @@ async fn a_json_answer_to_a_stream_request_is_read_whole() {
 
     assert_eq!(result.unwrap().usage, None);
     assert_eq!(seen.text, "plain");
+    assert_requests_valid(&mock.requests());
 }
 
 #[tokio::test]
@@ -267,4 +275,5 @@ async fn parallel_tool_call_deltas_are_kept_apart_by_index() {
         got,
         [("a", r#"{"path":"a.rs"}"#), ("b", r#"{"path":"b.rs"}"#)]
     );
+    assert_requests_valid(&mock.requests());
 }
