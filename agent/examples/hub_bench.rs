@@ -110,7 +110,7 @@ async fn main() -> anyhow::Result<()> {
         );
         hub.shutdown().await;
     }
-    row("start: 5 built-ins in-process", starts);
+    row("start: 6 built-ins in-process", starts);
 
     if fixture.is_some() {
         let mut starts = Vec::new();
@@ -120,7 +120,7 @@ async fn main() -> anyhow::Result<()> {
             starts.push(started.elapsed());
             hub.shutdown().await;
         }
-        row("start: 5 built-ins + 1 stdio child", starts);
+        row("start: 6 built-ins + 1 stdio child", starts);
     }
 
     let hub = Hub::start(config(dir.path().to_path_buf(), external(1))).await?;

@@ -31,6 +31,8 @@ pub enum Builtin {
     Memory,
     /// `nanohermes-todo`: the session's todo list, kept in memory.
     Todo,
+    /// `nanohermes-web`: fetch a URL as text.
+    Web,
 }
 
 /// Starts one built-in server in-process and returns the connected client.
@@ -45,6 +47,7 @@ impl Builtin {
         Builtin::Git,
         Builtin::Memory,
         Builtin::Todo,
+        Builtin::Web,
     ];
 
     /// The server's name, as shown in `nanohermes tools` and in errors.
@@ -76,6 +79,15 @@ impl Builtin {
             Builtin::Todo => ("todo", |_| {
                 let store = nanohermes_todo::Store::in_memory();
                 Box::pin(connect(nanohermes_todo::TodoServer::new(store)))
+            }),
+            Builtin::Web => ("web", |ctx| {
+                Box::pin(async move {
+                    // Building the HTTP client reads the system's certificates.
+                    let server =
+                        tokio::task::spawn_blocking(move || nanohermes_web::WebServer::new(ctx))
+                            .await??;
+                    connect(server).await
+                })
             }),
         }
     }
