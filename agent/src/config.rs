@@ -110,7 +110,15 @@ impl Config {
         }
 
         let api_key = api_key.filter(|k| !k.trim().is_empty());
-        let base_url = options.base_url.trim().trim_end_matches('/').to_owned();
+        // An empty variable (`OPENAI_BASE_URL=`) means the default.
+        let base_url = match options.base_url.trim().trim_end_matches('/') {
+            "" => DEFAULT_BASE_URL.to_owned(),
+            url => url.to_owned(),
+        };
+        let model_name = match options.model.trim() {
+            "" => DEFAULT_MODEL.to_owned(),
+            name => name.to_owned(),
+        };
         let url = reqwest::Url::parse(&base_url).with_context(|| {
             format!("OPENAI_BASE_URL {base_url:?} is not a URL (e.g. http://localhost:8080/v1)")
         })?;
@@ -124,7 +132,7 @@ impl Config {
             bail!("--max-iterations must be at least 1");
         }
 
-        let mut model = ModelSettings::new(base_url, options.model.clone());
+        let mut model = ModelSettings::new(base_url, model_name);
         model.api_key = api_key;
         model.fallback_model = options.fallback_model.clone().filter(|m| !m.is_empty());
         model.body.stream = !options.no_stream;
@@ -181,6 +189,51 @@ pub fn parse_mcp(spec: &str) -> anyhow::Result<ExternalServer> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn options(args: &[&str]) -> Options {
+        use clap::Parser as _;
+        let argv = ["nanohermes", "tools"].iter().chain(args);
+        crate::cli::Cli::try_parse_from(argv).unwrap().options
+    }
+
+    #[test]
+    fn empty_base_url_and_model_mean_the_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().to_str().unwrap();
+        let options = options(&["--workspace", workspace, "--base-url", "", "--model", " "]);
+        let config = Config::resolve(&options, Some("k".into()), true).unwrap();
+        assert_eq!(config.model.base_url, DEFAULT_BASE_URL);
+        assert_eq!(config.model.model, DEFAULT_MODEL);
+        assert_eq!(config.workspace, dir.path().canonicalize().unwrap());
+    }
+
+    #[test]
+    fn a_local_server_needs_no_key_but_api_openai_com_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().to_str().unwrap();
+        let local = options(&[
+            "--workspace",
+            workspace,
+            "--base-url",
+            "http://localhost:11434/v1/",
+        ]);
+        let config = Config::resolve(&local, None, true).unwrap();
+        assert_eq!(
+            (config.model.base_url.as_str(), config.model.api_key),
+            ("http://localhost:11434/v1", None)
+        );
+        let openai = options(&["--workspace", workspace, "--base-url", DEFAULT_BASE_URL]);
+        assert!(
+            Config::resolve(&openai, Some(" ".into()), true)
+                .unwrap_err()
+                .to_string()
+                .starts_with("OPENAI_API_KEY is not set")
+        );
+        assert!(
+            Config::resolve(&openai, None, false).is_ok(),
+            "`tools` never talks to the model"
+        );
+    }
 
     #[test]
     fn mcp_spec_is_split_like_a_shell_command() {
