@@ -285,6 +285,14 @@ fn report(ui: &mut dyn Ui, event: ChatEvent<'_>) {
 mod tests {
     use super::*;
 
+    /// Compile-time check: a run can be spawned on a multi-threaded runtime
+    /// (the `run_task` server will need it).
+    #[allow(dead_code)]
+    fn run_future_is_send(agent: &mut Agent<crate::hub::Hub>, ui: &mut crate::ui::TerminalUi) {
+        fn assert_send<T: Send>(_: &T) {}
+        assert_send(&agent.run("task", ui));
+    }
+
     #[test]
     fn arguments_must_be_an_object_and_empty_means_none() {
         assert!(parse_arguments("  ").unwrap().is_empty());
