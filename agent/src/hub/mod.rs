@@ -23,7 +23,9 @@
 //!   raw name.
 //! - **Declarations** are computed once at start from each tool's input
 //!   schema, sanitised on its own ([`schema::sanitize`]): no `$schema`, no
-//!   `$ref`/`$defs`, an object root with `properties`.
+//!   `$ref`/`$defs`, an object root with `properties`; then trimmed by
+//!   [`compact::compact`] (no `null` alternative on optional properties, no
+//!   Rust-type formats), since every request carries every declaration.
 //! - **Calls never fail.** Every problem is a string starting with `ERROR: `:
 //!   an unknown tool (with the list of available ones), a tool error
 //!   (`isError`), a JSON-RPC error, a timeout (`timed out after`, default
@@ -47,6 +49,7 @@
 //!   then SIGTERM, then SIGKILL.
 
 mod builtin;
+pub mod compact;
 pub mod names;
 pub mod result;
 pub mod schema;
@@ -327,7 +330,7 @@ impl Hub {
             "function": {
                 "name": name,
                 "description": description,
-                "parameters": sanitized.schema,
+                "parameters": compact::compact(&sanitized.schema),
             }
         }));
         self.by_name
