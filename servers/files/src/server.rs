@@ -20,7 +20,7 @@ use crate::{edit, list, patch, read};
 /// Arguments of `read_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ReadFileArgs {
-    /// File to read, relative to the workspace root.
+    /// File to read.
     pub path: String,
     /// First line to return, 1-based. Default 1.
     #[serde(default)]
@@ -33,22 +33,22 @@ pub struct ReadFileArgs {
 /// Arguments of `write_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WriteFileArgs {
-    /// File to write, relative to the workspace root. Missing parent directories are created.
+    /// File to write.
     pub path: String,
-    /// The complete new content of the file.
+    /// The complete new content.
     pub content: String,
 }
 
 /// Arguments of `edit_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct EditFileArgs {
-    /// File to edit, relative to the workspace root.
+    /// File to edit.
     pub path: String,
-    /// Exact text to replace, whitespace and indentation included. Must occur exactly once unless replace_all is true.
+    /// Exact text to replace, whitespace included.
     pub old_string: String,
     /// Text to put in its place.
     pub new_string: String,
-    /// Replace every occurrence instead of requiring a unique one. Default false.
+    /// Replace every occurrence, not just a unique one.
     #[serde(default)]
     pub replace_all: Option<bool>,
 }
@@ -56,20 +56,20 @@ pub struct EditFileArgs {
 /// Arguments of `apply_patch`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ApplyPatchArgs {
-    /// A unified diff (git style): one or more files, each with `--- a/PATH` and `+++ b/PATH` lines (`/dev/null` to create or delete) and `@@` hunks.
+    /// Unified diff: per file `--- a/PATH`, `+++ b/PATH` (`/dev/null` to create or delete), then `@@` hunks.
     pub patch: String,
 }
 
 /// Arguments of `list_dir`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ListDirArgs {
-    /// Directory to list, relative to the workspace root. Default: the root.
+    /// Directory to list. Default: the workspace root.
     #[serde(default)]
     pub path: Option<String>,
-    /// How many levels to descend, 1 to 10. Default 2.
+    /// Levels to descend (1-10). Default 2.
     #[serde(default)]
     pub depth: Option<usize>,
-    /// Also list files ignored by .gitignore and .ignore. Default false.
+    /// Also list gitignored files.
     #[serde(default)]
     pub include_ignored: Option<bool>,
 }
@@ -94,7 +94,7 @@ impl FilesServer {
         }
     }
 
-    /// Read a text file. Returns lines numbered from 1 (`number<TAB>text`), 2000 lines by default; use offset and limit for long files.
+    /// Read a text file as numbered lines (`N<TAB>text`), 2000 by default; use offset and limit for long files.
     #[tool(annotations(
         title = "Read file",
         read_only_hint = true,
@@ -122,7 +122,7 @@ impl FilesServer {
         blocking(move || read::read_window(&path, &args.path, &request)).await
     }
 
-    /// Create or overwrite a file with the given content. The write is atomic; parent directories are created.
+    /// Create or overwrite a file (atomic; parent directories are created).
     #[tool(annotations(
         title = "Write file",
         read_only_hint = false,
@@ -151,7 +151,7 @@ impl FilesServer {
         .await
     }
 
-    /// Replace an exact string in a file. old_string must match the file exactly and occur once, unless replace_all is true. Read the file first.
+    /// Replace an exact string in a file; old_string must occur exactly once unless replace_all. Read the file first.
     #[tool(annotations(
         title = "Edit file",
         read_only_hint = false,
@@ -185,7 +185,7 @@ impl FilesServer {
         .await
     }
 
-    /// Apply a unified diff to one or more files (create, modify, delete, rename). All or nothing: if any hunk fails, no file changes.
+    /// Apply a unified diff to one or more files (create, modify, delete, rename); all or nothing.
     #[tool(annotations(
         title = "Apply patch",
         read_only_hint = false,
@@ -201,7 +201,7 @@ impl FilesServer {
         blocking(move || server.apply_patch_blocking(&args.patch)).await
     }
 
-    /// List a directory: sorted relative paths, directories end with `/`, symlinks with `@`. Respects .gitignore unless include_ignored is true.
+    /// List a directory: sorted paths, `/` after directories, `@` after symlinks; skips gitignored files.
     #[tool(annotations(
         title = "List directory",
         read_only_hint = true,

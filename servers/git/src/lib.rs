@@ -52,14 +52,13 @@ use crate::runner::{Git, pathspec};
 /// Arguments of `git_diff`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct DiffArgs {
-    /// Show staged changes (the index) instead of unstaged ones. Default false.
+    /// Show staged changes instead of unstaged ones.
     #[serde(default)]
     pub staged: Option<bool>,
-    /// Limit the diff to this file or directory, relative to the workspace root.
+    /// Limit the diff to this file or directory.
     #[serde(default)]
     pub path: Option<String>,
-    /// Compare against this revision (commit hash, branch, tag, HEAD~1) instead
-    /// of the index; with `staged`, compares the index against it.
+    /// Revision to compare against (hash, branch, tag, HEAD~1).
     #[serde(default)]
     pub against: Option<String>,
 }
@@ -70,7 +69,7 @@ pub struct LogArgs {
     /// How many commits to show, newest first: 1 to 200, default 20.
     #[serde(default)]
     pub max_count: Option<u32>,
-    /// Only commits touching this file or directory, relative to the workspace root.
+    /// Only commits touching this file or directory.
     #[serde(default)]
     pub path: Option<String>,
 }
@@ -81,12 +80,11 @@ pub struct CommitArgs {
     /// The commit message: a summary line, optionally a blank line and a body.
     pub message: String,
     /// Stage and commit exactly these files or directories (new, changed or
-    /// deleted), relative to the workspace root. Other staged changes are left
-    /// staged, not committed.
+    /// deleted); other staged changes stay staged.
     #[serde(default)]
     pub paths: Option<Vec<String>>,
-    /// Stage and commit every change to tracked files. Untracked files are
-    /// not added: name them in `paths`. Cannot be combined with `paths`.
+    /// Stage and commit every change to tracked files (not untracked ones).
+    /// Not with `paths`.
     #[serde(default)]
     pub all: Option<bool>,
 }
@@ -136,8 +134,7 @@ impl GitServer {
     }
 
     /// Show a unified diff: unstaged changes by default, staged ones with
-    /// `staged`, or against a revision with `against`; optionally for one
-    /// `path`. Untracked files are not included (see git_status).
+    /// `staged`, or against a revision. Untracked files are not included.
     #[tool(annotations(
         title = "Git diff",
         read_only_hint = true,
@@ -179,10 +176,8 @@ impl GitServer {
         Ok(clamp(&text, self.ctx.max_output))
     }
 
-    /// Record a commit. With `paths`, stages and commits exactly those paths;
-    /// with `all`, every tracked change; with neither, what is already staged.
-    /// Hooks always run (a refusing hook is reported); never amends, never
-    /// pushes; an empty commit is refused. Returns the new short hash and summary.
+    /// Commit `paths`, or with `all` every tracked change, or else what is
+    /// staged. Hooks run; never amends or pushes; returns the short hash.
     #[tool(annotations(
         title = "Git commit",
         read_only_hint = false,

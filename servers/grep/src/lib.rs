@@ -50,24 +50,24 @@ pub const GLOB_LIMIT: usize = 500;
 /// Arguments of the `grep` tool.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct GrepArgs {
-    /// Regular expression to search for, line by line (Rust regex syntax, like ripgrep: `fn\s+main`, `TODO|FIXME`). Set fixed_strings to search for literal text.
+    /// Rust regex, matched per line (`fn\s+main`, `TODO|FIXME`).
     pub pattern: String,
-    /// File or directory to search, relative to the workspace root. Default: the whole workspace.
+    /// File or directory to search. Default: the workspace root.
     #[serde(default)]
     pub path: Option<String>,
-    /// Only search files matching this glob: `*.rs` matches file names at any depth, `src/**/*.ts` matches paths relative to the workspace root, a leading `!` excludes (`!*.min.js`).
+    /// Only files matching this glob (`*.rs`, `src/**/*.ts`; `!` excludes).
     #[serde(default)]
     pub glob: Option<String>,
-    /// Match regardless of letter case. Default false.
+    /// Ignore letter case.
     #[serde(default)]
     pub case_insensitive: Option<bool>,
-    /// Treat the pattern as literal text, not a regex. Default false.
+    /// Treat the pattern as literal text.
     #[serde(default)]
     pub fixed_strings: Option<bool>,
-    /// Lines of context to show before and after each match (0 to 10). Default 0.
+    /// Lines of context around each match (0-10).
     #[serde(default)]
     pub context_lines: Option<u32>,
-    /// Most matching lines to show (1 to 2000). Default 200.
+    /// Most matching lines to show (1-2000). Default 200.
     #[serde(default)]
     pub max_results: Option<u32>,
 }
@@ -75,9 +75,9 @@ pub struct GrepArgs {
 /// Arguments of the `glob` tool.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct GlobArgs {
-    /// Glob to match: `*.rs` matches file names at any depth, `src/**/*.rs` matches paths relative to the workspace root (`*` stays within one directory, `**` spans any number), `{a,b}` gives alternatives.
+    /// Glob: `*.rs` matches names at any depth, `src/**/*.rs` paths from the root, `{a,b}` alternatives.
     pub pattern: String,
-    /// Directory to search, relative to the workspace root. Default: the whole workspace.
+    /// Directory to search. Default: the workspace root.
     #[serde(default)]
     pub path: Option<String>,
 }
@@ -99,7 +99,7 @@ impl GrepServer {
         }
     }
 
-    /// Search file contents with a regular expression (ripgrep engine). Respects .gitignore and .ignore, skips hidden and binary files. Prints matching lines as `path:line:text` (context lines as `path-line-text`, gaps as `--`), sorted by path, at most max_results matches (default 200) followed by a count of the rest.
+    /// Search file contents with a regex (ripgrep engine; skips gitignored, hidden and binary files). Prints `path:line:text`, sorted by path, then a count of matches not shown.
     #[tool(annotations(
         title = "Search file contents",
         read_only_hint = true,
@@ -114,7 +114,7 @@ impl GrepServer {
             .map_err(|e| format!("the search failed: {e}"))?
     }
 
-    /// Find files by glob pattern. Respects .gitignore and .ignore and skips hidden files. Lists matching file paths relative to the workspace root, sorted, at most 500.
+    /// Find files by glob (skips gitignored and hidden files). Lists sorted paths, at most 500.
     #[tool(annotations(
         title = "Find files by glob",
         read_only_hint = true,

@@ -50,12 +50,12 @@ pub const MAX_TIMEOUT_SECS: u64 = 600;
 /// Arguments of `run_command`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct RunCommandArgs {
-    /// Shell command line, run with `sh -c` (POSIX sh: pipes, `&&`, redirections work). stdin is empty; use task_start for servers and watchers that do not exit.
+    /// POSIX sh command line (pipes, `&&`, redirections). stdin is empty.
     pub command: String,
-    /// Seconds before the command and everything it started are killed (1 to 600). Default 120.
+    /// Seconds before it is killed (1-600). Default 120.
     #[serde(default)]
     pub timeout_secs: Option<u64>,
-    /// Directory to run in, relative to the workspace root. Default: the root.
+    /// Directory to run in. Default: the workspace root.
     #[serde(default)]
     pub cwd: Option<String>,
 }
@@ -63,7 +63,7 @@ pub struct RunCommandArgs {
 /// Arguments of `task_start`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct TaskStartArgs {
-    /// Shell command line to run in the background with `sh -c` in the workspace root (a dev server, a watcher, a long build).
+    /// sh command line to run in the background (a dev server, a watcher, a long build).
     pub command: String,
 }
 
@@ -100,7 +100,7 @@ impl ShellServer {
         self.tasks.kill_all();
     }
 
-    /// Run a shell command (`sh -c`) in the workspace root and wait for it. Returns the exit code, stdout and stderr (long output keeps its start and end). A non-zero exit code is reported, not an error. The command runs in its own process group with empty stdin; when it exits or times out (default 120 s), everything it started is killed, so use task_start for anything that must keep running.
+    /// Run a shell command (`sh -c`) in the workspace root and wait for it; returns the exit code, stdout and stderr. Everything it started is killed when it exits or times out: use task_start for servers and watchers.
     #[tool(annotations(
         title = "Run a shell command",
         read_only_hint = false,
@@ -133,7 +133,7 @@ impl ShellServer {
         .await
     }
 
-    /// Start a shell command (`sh -c`) in the background in the workspace root and return its task id at once. Read its output with task_output and stop it with task_kill; every task is killed when the server exits.
+    /// Start a shell command in the background and return its task id at once. Read its output with task_output, stop it with task_kill.
     #[tool(annotations(
         title = "Start a background task",
         read_only_hint = false,

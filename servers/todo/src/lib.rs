@@ -41,8 +41,7 @@ pub use store::{Store, StoreError};
 /// Arguments of `todo_write`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WriteArgs {
-    /// The complete new list, in order; it replaces the current one. Mark at
-    /// most one item in_progress.
+    /// The complete new list, in order.
     pub todos: Vec<Todo>,
 }
 
@@ -63,9 +62,8 @@ impl TodoServer {
         }
     }
 
-    /// Replace the whole todo list for the current task and return it. Send
-    /// every item each time (content and status: pending, in_progress or
-    /// completed); keep exactly one item in_progress while working.
+    /// Replace the whole todo list and return it. Send every item each time;
+    /// keep exactly one item in_progress while working.
     #[tool(annotations(
         title = "Write todo list",
         read_only_hint = false,

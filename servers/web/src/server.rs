@@ -16,7 +16,7 @@ use crate::fetch::{FetchConfig, Fetcher};
 pub struct FetchArgs {
     /// Absolute http:// or https:// URL to GET.
     pub url: String,
-    /// Most body bytes to download (default 2 000 000, at most 10 000 000); the text returned is clamped further to the output limit.
+    /// Most body bytes to download. Default 2000000, at most 10000000.
     #[serde(default)]
     pub max_bytes: Option<usize>,
 }
@@ -45,7 +45,7 @@ impl WebServer {
         })
     }
 
-    /// Fetch a web page or text document over http(s) and return it as readable text (HTML is converted; plain text, JSON and XML are returned as they are). Binary content such as images or PDFs is refused. Follows up to 5 redirects; HTTP errors such as 404 are reported as errors.
+    /// Fetch an http(s) URL and return it as readable text (HTML converted; text, JSON and XML as they are). Binary content is refused.
     #[tool(annotations(
         title = "Fetch a URL",
         read_only_hint = true,
