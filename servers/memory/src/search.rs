@@ -12,13 +12,26 @@
 //!
 //! Every tier-1 hit contains all terms and so ranks above any tier-2 hit:
 //! the order is the one a single "most terms, then bm25" sort would give.
+//!
+//! **Bounded scoring.** Scoring costs time per matching row, so when an
+//! index expression matches more than [`RANKED_CANDIDATES`] memories, only
+//! the newest [`RANKED_CANDIDATES`] of them are scored (a `rowid` lower
+//! bound the index applies itself). A very common word thus ranks its
+//! recent memories, not an older one that bm25 would put first. Recall is
+//! kept: if the bounded tier 1 finds fewer than `limit`, it runs again
+//! unbounded, so a memory holding every term is never missed.
 
 use std::cmp::Ordering;
 
-use rusqlite::{Connection, params_from_iter};
+use rusqlite::types::Value;
+use rusqlite::{Connection, OptionalExtension, params_from_iter};
 
 use crate::store::{Memory, memory_from_row};
 use crate::text::Terms;
+
+/// Most matches of one index expression that bm25 scores: beyond it, the
+/// newest this many are scored and older ones are left out of the ranking.
+pub const RANKED_CANDIDATES: usize = 2_000;
 
 /// Substring test of one short term against text and tags (two parameters).
 const CONTAINS: &str = "(instr(m.norm, ?) > 0 OR instr(m.tags, ?) > 0)";
@@ -41,16 +54,28 @@ pub fn run(conn: &Connection, terms: &Terms, limit: usize) -> rusqlite::Result<V
 }
 
 /// The SQL and parameters of one query, built piece by piece.
+#[derive(Clone)]
 struct Query {
     conditions: Vec<String>,
-    args: Vec<String>,
+    args: Vec<Value>,
 }
 
 impl Query {
     fn filter(&mut self, condition: &str, args: impl IntoIterator<Item = String>) {
         self.conditions.push(condition.to_string());
-        self.args.extend(args);
+        self.args.extend(args.into_iter().map(Value::Text));
     }
+}
+
+/// The rowid of the oldest of the newest [`RANKED_CANDIDATES`] memories
+/// matching `expression` in `table`, or `None` when fewer match. Walking
+/// the index newest first stops there, so this costs at most that many rows.
+fn newest_bound(conn: &Connection, table: &str, expression: &str) -> rusqlite::Result<Option<i64>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT rowid FROM {table} WHERE {table} MATCH ?1 ORDER BY rowid DESC LIMIT 1 OFFSET {}",
+        RANKED_CANDIDATES - 1
+    ))?;
+    stmt.query_row([expression], |r| r.get(0)).optional()
 }
 
 fn every_term(conn: &Connection, terms: &Terms, limit: usize) -> rusqlite::Result<Vec<Memory>> {
@@ -60,12 +85,13 @@ fn every_term(conn: &Connection, terms: &Terms, limit: usize) -> rusqlite::Resul
         conditions: Vec::new(),
         args: Vec::new(),
     };
-    let (from, order) = match (&words, &grams) {
+    let (from, order, driver) = match (&words, &grams) {
         (Some(w), _) => {
             query.filter("memories_words MATCH ?", [w.clone()]);
             (
                 "memories_words JOIN memories m ON m.id = memories_words.rowid",
                 "bm25(memories_words, 1.0, 0.5)",
+                Some(("memories_words", w)),
             )
         }
         (None, Some(g)) => {
@@ -73,9 +99,10 @@ fn every_term(conn: &Connection, terms: &Terms, limit: usize) -> rusqlite::Resul
             (
                 "memories_fts JOIN memories m ON m.id = memories_fts.rowid",
                 "bm25(memories_fts, 1.0, 0.5)",
+                Some(("memories_fts", g)),
             )
         }
-        (None, None) => ("memories m", "m.id DESC"),
+        (None, None) => ("memories m", "m.id DESC", None),
     };
     if let (Some(_), Some(g)) = (&words, &grams) {
         query.filter(
@@ -86,13 +113,38 @@ fn every_term(conn: &Connection, terms: &Terms, limit: usize) -> rusqlite::Resul
     for term in &terms.short {
         query.filter(CONTAINS, [term.clone(), term.clone()]);
     }
-    let sql = format!(
-        "SELECT m.id, m.kind, m.text, m.tags FROM {from} WHERE {} ORDER BY {order} LIMIT {limit}",
-        query.conditions.join(" AND ")
-    );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map(params_from_iter(query.args), memory_from_row)?;
-    rows.collect()
+    // With no filter on the joined row, the index ranks alone and only the
+    // best `limit` rows are joined back to their text.
+    let filtered = query.conditions.len() > 1;
+    let sql = |conditions: &[String]| match driver {
+        Some((table, _)) if !filtered => format!(
+            "SELECT m.id, m.kind, m.text, m.tags FROM (SELECT rowid AS id, {order} AS score
+             FROM {table} WHERE {} ORDER BY score LIMIT {limit}) f
+             JOIN memories m ON m.id = f.id ORDER BY f.score",
+            conditions.join(" AND ")
+        ),
+        _ => format!(
+            "SELECT m.id, m.kind, m.text, m.tags FROM {from} WHERE {} ORDER BY {order} LIMIT {limit}",
+            conditions.join(" AND ")
+        ),
+    };
+    let run = |query: &Query| -> rusqlite::Result<Vec<Memory>> {
+        let mut stmt = conn.prepare_cached(&sql(&query.conditions))?;
+        let rows = stmt.query_map(params_from_iter(&query.args), memory_from_row)?;
+        rows.collect()
+    };
+    if let Some((table, expression)) = driver
+        && let Some(bound) = newest_bound(conn, table, expression)?
+    {
+        let mut bounded = query.clone();
+        bounded.conditions.push(format!("{table}.rowid >= ?"));
+        bounded.args.push(Value::Integer(bound));
+        let hits = run(&bounded)?;
+        if hits.len() == limit {
+            return Ok(hits);
+        }
+    }
+    run(&query)
 }
 
 struct Candidate {
@@ -111,12 +163,14 @@ fn any_term(conn: &Connection, terms: &Terms, pool: usize) -> rusqlite::Result<V
         let Some(expression) = expression else {
             continue;
         };
+        let bound = newest_bound(conn, table, &expression)?.unwrap_or(i64::MIN);
         let mut stmt = conn.prepare_cached(&format!(
-            "SELECT m.id, m.kind, m.text, m.tags, bm25({table}, 1.0, 0.5) AS score FROM {table}
-             JOIN memories m ON m.id = {table}.rowid
-             WHERE {table} MATCH ?1 ORDER BY score LIMIT {pool}"
+            "SELECT m.id, m.kind, m.text, m.tags, f.score FROM (SELECT rowid AS id,
+             bm25({table}, 1.0, 0.5) AS score FROM {table}
+             WHERE {table} MATCH ?1 AND rowid >= ?2 ORDER BY score LIMIT {pool}) f
+             JOIN memories m ON m.id = f.id ORDER BY f.score"
         ))?;
-        let rows = stmt.query_map([expression], |r| {
+        let rows = stmt.query_map(rusqlite::params![expression, bound], |r| {
             Ok(Candidate {
                 memory: memory_from_row(r)?,
                 score: r.get(4)?,

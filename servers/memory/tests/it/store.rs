@@ -1,6 +1,7 @@
 //! The store on real SQLite files: dedup, ranking, CJK, query safety,
 //! forgetting, schema version.
 
+use nanohermes_memory::search::RANKED_CANDIDATES;
 use nanohermes_memory::store::SCHEMA_VERSION;
 use nanohermes_memory::{Kind, MemoryError, MemoryStore, Saved};
 
@@ -258,4 +259,45 @@ fn the_unique_normal_form_is_enforced_by_the_database() {
         second.is_err(),
         "a second row with the same normal form was accepted"
     );
+}
+
+/// Saves `n` memories that all contain `rust`, each a little different.
+fn save_common_word(store: &MemoryStore, n: usize) {
+    let texts: Vec<String> = (0..n)
+        .map(|i| format!("rust notes about crate number {i} and its build"))
+        .collect();
+    store
+        .save_batch(texts.iter().map(|t| (t.as_str(), Kind::Fact)))
+        .unwrap();
+}
+
+#[test]
+fn a_very_common_word_ranks_only_its_newest_candidates() {
+    let (_dir, store) = temp_store();
+    // The best bm25 match for `rust`, but older than the newest candidates.
+    let old_best = new_id(store.save("rust rust", Kind::Fact, &[]).unwrap());
+    save_common_word(&store, RANKED_CANDIDATES + 100);
+    let newest_best = new_id(store.save("rust rust.", Kind::Lesson, &[]).unwrap());
+    let ids = search_ids(&store, "rust");
+    assert_eq!(ids.len(), 10);
+    assert_eq!(ids[0], newest_best);
+    assert!(!ids.contains(&old_best));
+}
+
+#[test]
+fn below_the_candidate_bound_the_best_bm25_match_wins_whatever_its_age() {
+    let (_dir, store) = temp_store();
+    let old_best = new_id(store.save("rust rust", Kind::Fact, &[]).unwrap());
+    save_common_word(&store, RANKED_CANDIDATES - 100);
+    assert_eq!(search_ids(&store, "rust")[0], old_best);
+}
+
+#[test]
+fn an_old_memory_with_every_term_is_found_past_the_candidate_bound() {
+    let (_dir, store) = temp_store();
+    let old_zh = new_id(store.save("rust 中文 docs", Kind::Fact, &[]).unwrap());
+    let old_rare = new_id(store.save("rust zeppelin", Kind::Fact, &[]).unwrap());
+    save_common_word(&store, RANKED_CANDIDATES + 100);
+    assert_eq!(search_ids(&store, "rust 中文")[0], old_zh);
+    assert_eq!(search_ids(&store, "zeppelin rust")[0], old_rare);
 }
