@@ -22,11 +22,11 @@ pub const MAX_LIMIT: usize = 100;
 /// Arguments of `memory_save`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SaveArgs {
-    /// The memory: one short, self-contained statement worth knowing in a later session.
+    /// One short, self-contained statement.
     pub text: String,
-    /// What kind of memory this is.
+    /// lesson: what worked or failed; preference: how the user likes things; correction: a mistake the user corrected; fact: about the user, project or environment.
     pub kind: Kind,
-    /// Optional keywords that help find it later.
+    /// Keywords to help find it.
     #[serde(default)]
     pub tags: Option<Vec<String>>,
 }
@@ -34,9 +34,9 @@ pub struct SaveArgs {
 /// Arguments of `memory_search`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SearchArgs {
-    /// Words to look for, in any language; plain text, not a query syntax.
+    /// Words in any language; plain text, no query syntax.
     pub query: String,
-    /// Most hits to return (default 10, at most 100).
+    /// Max hits (default 10, max 100).
     #[serde(default)]
     pub limit: Option<usize>,
 }
@@ -44,10 +44,10 @@ pub struct SearchArgs {
 /// Arguments of `memory_list`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ListArgs {
-    /// Only memories of this kind.
+    /// Only this kind.
     #[serde(default)]
     pub kind: Option<Kind>,
-    /// Most memories to return (default 20, at most 100).
+    /// Max memories (default 20, max 100).
     #[serde(default)]
     pub limit: Option<usize>,
 }
@@ -55,7 +55,7 @@ pub struct ListArgs {
 /// Arguments of `memory_forget`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ForgetArgs {
-    /// Id of the memory to delete, as shown by memory_search or memory_list.
+    /// Id from memory_search or memory_list.
     pub id: i64,
 }
 
@@ -84,7 +84,7 @@ impl MemoryServer {
         &self.store
     }
 
-    /// Save a long-term memory that should outlive this session: a lesson learned, a user preference, a correction the user made, or a fact. Keep it to one short statement. Saving the same text again (ignoring case and spacing) is harmless and reports the existing id.
+    /// Save a long-term memory for later sessions: one short lesson, preference, correction or fact. Saving the same text again is harmless and reports its id.
     #[tool(annotations(
         title = "Save a memory",
         read_only_hint = false,
@@ -103,7 +103,7 @@ impl MemoryServer {
         })
     }
 
-    /// Search long-term memories by words (any language, Chinese, Japanese and Korean included). Returns the best matches first with their id, kind and text.
+    /// Search long-term memories by words in any language (CJK included). Best matches first, with id, kind and text.
     #[tool(annotations(
         title = "Search memories",
         read_only_hint = true,
@@ -129,7 +129,7 @@ impl MemoryServer {
         Ok(self.render(&format!("{} matching {shown:?}", count(hits.len())), &hits))
     }
 
-    /// List long-term memories, newest first, optionally only one kind.
+    /// List long-term memories, newest first.
     #[tool(annotations(
         title = "List memories",
         read_only_hint = true,
@@ -150,7 +150,7 @@ impl MemoryServer {
         ))
     }
 
-    /// Delete one long-term memory by id, for a memory that is wrong or no longer true.
+    /// Delete a long-term memory that is wrong or outdated.
     #[tool(annotations(
         title = "Forget a memory",
         read_only_hint = false,

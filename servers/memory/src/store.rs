@@ -32,17 +32,20 @@ pub const CACHE_KIB: i64 = 64 * 1024;
 /// Longest text a memory may hold, in bytes: memories are short notes.
 pub const MAX_TEXT_BYTES: usize = 4_000;
 
-/// What kind of thing a memory records.
+/// What kind of thing a memory records: a `lesson` (what worked or failed), a
+/// `preference` (how the user likes things), a `correction` (a mistake the user
+/// corrected) or a `fact` (about the user, project or environment).
+// No doc comments on the variants and inlined: schemars then emits a plain
+// `enum` in place, a fraction of the bytes of a `$defs` `oneOf` of documented
+// consts; the meanings are in the tool arguments' descriptions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[schemars(inline)]
+#[allow(missing_docs)]
 pub enum Kind {
-    /// Something learned the hard way: what worked, what to avoid.
     Lesson,
-    /// How the user likes things done.
     Preference,
-    /// A mistake the user corrected, with the right way.
     Correction,
-    /// A plain fact about the user, project or environment.
     Fact,
 }
 
