@@ -57,6 +57,11 @@ async fn one_run() -> Sample {
         .arg("write notes.txt and read it back")
         .env("OPENAI_BASE_URL", mock.base_url())
         .env("OPENAI_API_KEY", "bench")
+        // Keep the memory database out of the real ~/.nanohermes.
+        .env(
+            "NANOHERMES_HOME",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/nanohermes-home"),
+        )
         .env_remove("NANOHERMES_LOG")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());

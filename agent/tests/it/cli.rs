@@ -17,10 +17,17 @@ struct Run {
     stderr: String,
 }
 
+/// The agent's home (the memory database) for every run: inside `target/`,
+/// so no test touches the real `~/.nanohermes`.
+const TEST_HOME: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/nanohermes-home");
+
 /// Runs the real binary with a clean model environment plus `env`.
 async fn nanohermes(args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"));
-    command.args(args).kill_on_drop(true);
+    command
+        .args(args)
+        .env("NANOHERMES_HOME", TEST_HOME)
+        .kill_on_drop(true);
     for name in [
         "OPENAI_API_KEY",
         "OPENAI_BASE_URL",
@@ -438,6 +445,7 @@ async fn ctrl_c_during_a_step_exits_130_after_answering_every_call() {
         .arg(dir.path())
         .arg("list and write")
         .envs(on_mock(&mock, &url))
+        .env("NANOHERMES_HOME", TEST_HOME)
         .env_remove("NANOHERMES_LOG")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
