@@ -11,7 +11,8 @@
 //!   `--print-schema`) and the serve entry for stdio or streamable HTTP;
 //! - [`in_process`] and [`schema`]: connect an MCP client to a handler inside
 //!   the same process (the agent's built-in servers, every unit test) and
-//!   generate or check the committed `schemas/NAME.json`.
+//!   generate or check the committed `schemas/NAME.json`;
+//! - [`testing`]: `call_text`, the one way tests call a tool and read its text.
 //!
 //! Tool failures are results with `isError: true` and a message for the
 //! model; JSON-RPC errors are left to rmcp for what the MCP spec makes
@@ -21,6 +22,7 @@ pub mod clamp;
 pub mod in_process;
 pub mod schema;
 pub mod serve;
+pub mod testing;
 pub mod workspace;
 
 pub use clamp::{DEFAULT_MAX_OUTPUT, clamp, clamp_head_tail};

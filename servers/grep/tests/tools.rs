@@ -7,7 +7,6 @@ use std::path::Path;
 use mcp_tools::ToolContext;
 use mcp_tools::schema::{check_schema_file, tools_document};
 use nanohermes_grep::GrepServer;
-use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
 /// A tree with ignored, hidden, binary and Unicode files. Not a git
@@ -43,21 +42,9 @@ async fn call(ctx: ToolContext, tool: &str, args: Value) -> (String, bool) {
     let client = mcp_tools::in_process::connect(GrepServer::new(ctx))
         .await
         .unwrap();
-    let result = client
-        .call_tool(
-            CallToolRequestParams::new(tool.to_string())
-                .with_arguments(args.as_object().unwrap().clone()),
-        )
-        .await
-        .unwrap();
+    let (is_error, text) = mcp_tools::testing::call_text(&client, tool, args).await;
     let _ = client.cancel().await;
-    let text = result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text())
-        .map(|t| t.text.clone())
-        .collect::<String>();
-    (text, result.is_error.unwrap_or(false))
+    (text, is_error)
 }
 
 async fn grep(root: &Path, args: Value) -> (String, bool) {

@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolRequestParams, ProtocolVersion};
+use rmcp::model::ProtocolVersion;
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, ServiceExt};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use serde_json::{Value, json};
@@ -23,19 +23,7 @@ async fn call(
     tool: &str,
     args: Value,
 ) -> (bool, String) {
-    let Value::Object(map) = args else {
-        unreachable!()
-    };
-    let r = client
-        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(map))
-        .await
-        .unwrap();
-    let text = r
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<String>();
-    (r.is_error.unwrap_or(false), text)
+    mcp_tools::testing::call_text(client, tool, args).await
 }
 
 #[tokio::test]

@@ -4,7 +4,6 @@ use std::path::{Path, PathBuf};
 
 use mcp_tools::ToolContext;
 use nanohermes_files::FilesServer;
-use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
 use serde_json::Value;
 
@@ -75,24 +74,8 @@ impl Fixture {
     }
 
     pub async fn call(&self, tool: &str, args: Value) -> Answer {
-        let Value::Object(map) = args else {
-            panic!("arguments must be an object")
-        };
-        let result = self
-            .client
-            .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(map))
-            .await
-            .unwrap_or_else(|e| panic!("{tool}: protocol error {e}"));
-        let text = result
-            .content
-            .iter()
-            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-            .collect::<Vec<_>>()
-            .join("\n");
-        Answer {
-            is_error: result.is_error.unwrap_or(false),
-            text,
-        }
+        let (is_error, text) = mcp_tools::testing::call_text(&self.client, tool, args).await;
+        Answer { is_error, text }
     }
 }
 

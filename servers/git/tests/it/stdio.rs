@@ -3,7 +3,6 @@
 use std::path::Path;
 
 use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use serde_json::{Value, json};
@@ -24,15 +23,7 @@ async fn spawn(root: &Path, path_env: Option<&Path>) -> RunningService<RoleClien
 }
 
 async fn call(client: &RunningService<RoleClient, ()>, tool: &str, args: Value) -> (bool, String) {
-    let Value::Object(args) = args else {
-        unreachable!()
-    };
-    let result = client
-        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args))
-        .await
-        .unwrap();
-    let text = result.content[0].as_text().unwrap().text.clone();
-    (result.is_error.unwrap_or(false), text)
+    mcp_tools::testing::call_text(client, tool, args).await
 }
 
 #[tokio::test]

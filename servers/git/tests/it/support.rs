@@ -5,7 +5,6 @@ use std::process::Command;
 
 use mcp_tools::ToolContext;
 use nanohermes_git::GitServer;
-use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
 use serde_json::Value;
 
@@ -105,26 +104,13 @@ async fn server_client(server: GitServer) -> RunningService<RoleClient, ()> {
     mcp_tools::in_process::connect(server).await.unwrap()
 }
 
-/// Calls `tool` and returns (is_error, text of the first content block).
+/// Calls `tool` and returns (is_error, text).
 pub async fn call(
     client: &RunningService<RoleClient, ()>,
     tool: &str,
     args: Value,
 ) -> (bool, String) {
-    let Value::Object(args) = args else {
-        panic!("arguments must be an object")
-    };
-    let result = client
-        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args))
-        .await
-        .unwrap();
-    let text = result
-        .content
-        .first()
-        .and_then(|c| c.as_text())
-        .map(|t| t.text.clone())
-        .unwrap_or_default();
-    (result.is_error.unwrap_or(false), text)
+    mcp_tools::testing::call_text(client, tool, args).await
 }
 
 /// Calls `tool` and returns its text, failing the test on an error result.

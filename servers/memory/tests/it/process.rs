@@ -4,7 +4,6 @@
 use std::path::Path;
 
 use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use tokio::process::Command;
@@ -29,20 +28,7 @@ async fn spawn_on(db: &Path) -> Client {
 }
 
 async fn call(client: &Client, tool: &'static str, args: serde_json::Value) -> (bool, String) {
-    let serde_json::Value::Object(args) = args else {
-        panic!("arguments must be an object")
-    };
-    let result: CallToolResult = client
-        .call_tool(CallToolRequestParams::new(tool).with_arguments(args))
-        .await
-        .unwrap();
-    let text = result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n");
-    (result.is_error.unwrap_or(false), text)
+    mcp_tools::testing::call_text(client, tool, args).await
 }
 
 #[tokio::test]

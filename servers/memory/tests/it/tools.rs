@@ -6,7 +6,6 @@ use std::path::Path;
 use mcp_tools::ToolContext;
 use mcp_tools::schema::{check_schema_file, tools_document};
 use nanohermes_memory::{MemoryServer, MemoryStore};
-use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{RoleClient, RunningService};
 
 struct Session {
@@ -29,21 +28,7 @@ async fn session() -> Session {
 
 /// Calls `tool` and returns (isError, text).
 async fn call(session: &Session, tool: &'static str, args: serde_json::Value) -> (bool, String) {
-    let serde_json::Value::Object(args) = args else {
-        panic!("arguments must be an object")
-    };
-    let result: CallToolResult = session
-        .client
-        .call_tool(CallToolRequestParams::new(tool).with_arguments(args))
-        .await
-        .unwrap();
-    let text = result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n");
-    (result.is_error.unwrap_or(false), text)
+    mcp_tools::testing::call_text(&session.client, tool, args).await
 }
 
 #[tokio::test]

@@ -7,7 +7,6 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rmcp::RoleClient;
-use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
 use serde_json::Value;
 
@@ -17,20 +16,8 @@ pub async fn call(
     tool: &str,
     args: Value,
 ) -> (String, bool) {
-    let result = client
-        .call_tool(
-            CallToolRequestParams::new(tool.to_string())
-                .with_arguments(args.as_object().unwrap().clone()),
-        )
-        .await
-        .unwrap();
-    let text = result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text())
-        .map(|t| t.text.clone())
-        .collect::<String>();
-    (text, result.is_error.unwrap_or(false))
+    let (is_error, text) = mcp_tools::testing::call_text(client, tool, args).await;
+    (text, is_error)
 }
 
 /// The fields of /proc/PID/stat after the command name: state, ppid, pgrp...

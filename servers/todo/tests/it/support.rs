@@ -1,7 +1,6 @@
 //! An MCP client on a todo server, and call helpers.
 
 use nanohermes_todo::{Store, TodoServer};
-use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
 use serde_json::Value;
 
@@ -14,17 +13,9 @@ pub async fn client(store: Store) -> Client {
         .unwrap()
 }
 
-/// Calls `tool` and returns (is_error, text of the first content block).
+/// Calls `tool` and returns (is_error, text).
 pub async fn call(client: &Client, tool: &str, args: Value) -> (bool, String) {
-    let Value::Object(args) = args else {
-        panic!("arguments must be an object")
-    };
-    let result = client
-        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args))
-        .await
-        .unwrap();
-    let text = result.content[0].as_text().unwrap().text.clone();
-    (result.is_error.unwrap_or(false), text)
+    mcp_tools::testing::call_text(client, tool, args).await
 }
 
 pub async fn ok(client: &Client, tool: &str, args: Value) -> String {
