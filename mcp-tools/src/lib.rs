@@ -6,6 +6,7 @@
 //!
 //! - [`workspace`]: resolve a path from the model to a canonical path inside
 //!   the root, or refuse it with a message the model can act on;
+//! - [`blocking`]: run file, search or database work off the async thread;
 //! - [`clamp`]: cap tool output on a char boundary and say how much was cut;
 //! - [`serve`]: the shared flags (`--root`, `--http`, `--max-output`,
 //!   `--print-schema`) and the serve entry for stdio or streamable HTTP;
@@ -18,6 +19,7 @@
 //! model; JSON-RPC errors are left to rmcp for what the MCP spec makes
 //! protocol errors (unknown tool, invalid params).
 
+pub mod blocking;
 pub mod clamp;
 pub mod in_process;
 pub mod schema;
@@ -25,6 +27,7 @@ pub mod serve;
 pub mod testing;
 pub mod workspace;
 
+pub use blocking::blocking;
 pub use clamp::{DEFAULT_MAX_OUTPUT, clamp, clamp_head_tail};
 pub use serve::{ServeArgs, ToolContext};
 pub use workspace::{PathError, Workspace};

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use mcp_tools::ToolContext;
+use mcp_tools::{ToolContext, blocking};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
@@ -135,7 +135,7 @@ impl FilesServer {
         Parameters(args): Parameters<WriteFileArgs>,
     ) -> Result<String, String> {
         let path = self.resolve(&args.path)?;
-        blocking(move || {
+        blocking(move || -> Result<String, String> {
             if path.is_dir() {
                 return Err(format!("{} is a directory; give a file path", args.path));
             }
@@ -164,7 +164,7 @@ impl FilesServer {
         Parameters(args): Parameters<EditFileArgs>,
     ) -> Result<String, String> {
         let path = self.resolve(&args.path)?;
-        blocking(move || {
+        blocking(move || -> Result<String, String> {
             let text = read_text(&path, &args.path)?;
             let replace_all = args.replace_all.unwrap_or(false);
             let (new_text, count) = edit::replace_exact(
@@ -381,15 +381,6 @@ fn read_text(path: &Path, shown: &str) -> Result<String, String> {
     let bytes = std::fs::read(path).map_err(|e| io_message(shown, &e))?;
     String::from_utf8(bytes)
         .map_err(|_| format!("{shown} is not UTF-8 text; it cannot be edited as text"))
-}
-
-/// Runs file work on tokio's blocking pool: servers run on one thread.
-async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, String> + Send + 'static,
-) -> Result<T, String> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .unwrap_or_else(|e| Err(format!("internal error: {e}")))
 }
 
 #[tool_handler(router = self.tool_router)]

@@ -109,9 +109,7 @@ impl GrepServer {
     ))]
     async fn grep(&self, Parameters(args): Parameters<GrepArgs>) -> Result<String, String> {
         let ctx = self.ctx.clone();
-        tokio::task::spawn_blocking(move || run_grep(&ctx, &args))
-            .await
-            .map_err(|e| format!("the search failed: {e}"))?
+        mcp_tools::blocking(move || run_grep(&ctx, &args)).await
     }
 
     /// Find files by glob (skips gitignored and hidden files). Lists sorted paths, at most 500.
@@ -124,9 +122,7 @@ impl GrepServer {
     ))]
     async fn glob(&self, Parameters(args): Parameters<GlobArgs>) -> Result<String, String> {
         let ctx = self.ctx.clone();
-        tokio::task::spawn_blocking(move || run_glob(&ctx, &args))
-            .await
-            .map_err(|e| format!("the search failed: {e}"))?
+        mcp_tools::blocking(move || run_glob(&ctx, &args)).await
     }
 }
 

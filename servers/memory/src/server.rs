@@ -173,10 +173,7 @@ impl MemoryServer {
         job: impl FnOnce(&MemoryStore) -> Result<T, MemoryError> + Send + 'static,
     ) -> Result<T, String> {
         let store = Arc::clone(&self.store);
-        tokio::task::spawn_blocking(move || job(&store))
-            .await
-            .map_err(|e| format!("memory task failed: {e}"))?
-            .map_err(|e| e.to_string())
+        mcp_tools::blocking(move || job(&store)).await
     }
 
     fn render(&self, heading: &str, memories: &[Memory]) -> String {

@@ -75,10 +75,7 @@ impl TodoServer {
         let todos = list::validate(args.todos)?;
         let rendered = list::render(&todos);
         let store = Arc::clone(&self.store);
-        tokio::task::spawn_blocking(move || store.replace(todos))
-            .await
-            .map_err(|e| format!("saving the todo list failed: {e}"))?
-            .map_err(|e| e.to_string())?;
+        mcp_tools::blocking(move || store.replace(todos)).await?;
         Ok(rendered)
     }
 
