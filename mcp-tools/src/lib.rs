@@ -13,7 +13,9 @@
 //! - [`in_process`] and [`schema`]: connect an MCP client to a handler inside
 //!   the same process (the agent's built-in servers, every unit test) and
 //!   generate or check the committed `schemas/NAME.json`;
-//! - [`testing`]: `call_text`, the one way tests call a tool and read its text.
+//! - [`testing`]: `call_text`, the one way tests call a tool and read its text;
+//! - [`spawn`]: the one way to start a child process (own group, scrubbed
+//!   environment, the whole tree killed with its owner).
 //!
 //! Tool failures are results with `isError: true` and a message for the
 //! model; JSON-RPC errors are left to rmcp for what the MCP spec makes
@@ -24,6 +26,7 @@ pub mod clamp;
 pub mod in_process;
 pub mod schema;
 pub mod serve;
+pub mod spawn;
 pub mod testing;
 pub mod workspace;
 
