@@ -10,6 +10,8 @@
 //! - [`clamp`]: cap tool output on a char boundary and say how much was cut;
 //! - [`serve`]: the shared flags (`--root`, `--http`, `--max-output`,
 //!   `--print-schema`) and the serve entry for stdio or streamable HTTP;
+//! - [`http`]: what the HTTP transport lets in (loopback bind, Host and
+//!   Origin guard, bearer token);
 //! - [`in_process`] and [`schema`]: connect an MCP client to a handler inside
 //!   the same process (the agent's built-in servers, every unit test) and
 //!   generate or check the committed `schemas/NAME.json`;
@@ -23,6 +25,7 @@
 
 pub mod blocking;
 pub mod clamp;
+pub mod http;
 pub mod in_process;
 pub mod schema;
 pub mod serve;

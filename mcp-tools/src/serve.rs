@@ -23,8 +23,26 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub root: PathBuf,
     /// Serve MCP over streamable HTTP at http://ADDR/mcp instead of stdio.
+    /// ADDR must be loopback (127.0.0.1:PORT, [::1]:PORT) unless
+    /// --allow-remote is given.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
+    /// Let --http bind a non-loopback address (0.0.0.0, a LAN IP). Requires
+    /// --auth-token-env.
+    #[arg(long, requires = "http")]
+    pub allow_remote: bool,
+    /// Require `Authorization: Bearer TOKEN` on every HTTP request, the token
+    /// read from the environment variable VAR (never from the command line).
+    #[arg(long, value_name = "VAR", requires = "http")]
+    pub auth_token_env: Option<String>,
+    /// Also accept HTTP requests whose Host is HOST (name or IP, optional
+    /// :PORT). Repeatable.
+    #[arg(long, value_name = "HOST", requires = "http")]
+    pub allow_host: Vec<String>,
+    /// Also accept HTTP requests whose Origin is ORIGIN
+    /// (scheme://host[:port], or null). Repeatable.
+    #[arg(long, value_name = "ORIGIN", requires = "http")]
+    pub allow_origin: Vec<String>,
     /// Largest tool result, in bytes; longer output is clamped with a note.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_OUTPUT)]
     pub max_output: usize,
@@ -101,12 +119,24 @@ where
 }
 
 /// Serves `handler` as the flags say: prints the schema, or serves stdio
-/// (default) or streamable HTTP. Returns the process exit code.
+/// (default) or streamable HTTP. Returns the process exit code: 2 for a
+/// startup error (bad HTTP flags, a port that cannot be bound), 1 when
+/// serving fails later.
 pub fn run<S>(name: &'static str, args: &ServeArgs, handler: S) -> ExitCode
 where
     S: ServerHandler + Service<RoleServer> + Clone + Send + Sync + 'static,
 {
     init_logging();
+    let http = match args.http {
+        Some(addr) if !args.print_schema => match http_policy(args, addr) {
+            Ok(policy) => Some((addr, policy)),
+            Err(e) => {
+                eprintln!("{name}: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        _ => None,
+    };
     // One thread is enough for a tool server and keeps calls cheap
     // (notes/rmcp-3.11.md §4: current-thread halves the per-call latency);
     // blocking work goes to tokio's blocking pool.
@@ -122,22 +152,51 @@ where
     };
     let outcome = runtime.block_on(async {
         if args.print_schema {
-            print_schema(name, handler).await
-        } else if let Some(addr) = args.http {
-            serve_http(name, addr, handler).await
+            print_schema(name, handler).await.map_err(Failure::Serving)
+        } else if let Some((addr, policy)) = http {
+            let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+                Failure::Startup(format!(
+                    "cannot listen on {addr}: {e}; pick another port (or port 0 for any)"
+                ))
+            })?;
+            serve_http(name, listener, policy, handler)
+                .await
+                .map_err(Failure::Serving)
         } else {
-            serve_stdio(handler).await
+            serve_stdio(handler).await.map_err(Failure::Serving)
         }
     });
     // Blocking tasks (a stuck read, say) must not hold the exit back.
     runtime.shutdown_background();
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
+        Err(Failure::Startup(e)) => {
+            eprintln!("{name}: {e}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Serving(e)) => {
             eprintln!("{name}: {e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+enum Failure {
+    /// Before serving: the flags or the port; exit code 2.
+    Startup(String),
+    /// While serving; exit code 1.
+    Serving(anyhow::Error),
+}
+
+fn http_policy(args: &ServeArgs, addr: SocketAddr) -> Result<crate::http::Policy, String> {
+    let flags = crate::http::Flags {
+        addr,
+        allow_remote: args.allow_remote,
+        auth_token_env: args.auth_token_env.as_deref(),
+        allow_host: &args.allow_host,
+        allow_origin: &args.allow_origin,
+    };
+    crate::http::Policy::from_args(flags, |var| std::env::var_os(var))
 }
 
 async fn print_schema<S>(name: &str, handler: S) -> anyhow::Result<()>
@@ -162,7 +221,12 @@ where
     Ok(())
 }
 
-async fn serve_http<S>(name: &str, addr: SocketAddr, handler: S) -> anyhow::Result<()>
+async fn serve_http<S>(
+    name: &str,
+    listener: tokio::net::TcpListener,
+    policy: crate::http::Policy,
+    handler: S,
+) -> anyhow::Result<()>
 where
     S: ServerHandler + Service<RoleServer> + Clone + Send + Sync + 'static,
 {
@@ -170,22 +234,24 @@ where
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
     let ct = tokio_util::sync::CancellationToken::new();
-    let config = StreamableHttpServerConfig::default().with_cancellation_token(ct.child_token());
+    // Host and Origin are checked by `policy` in front of the service, the
+    // one place that rule lives (crate::http); rmcp's own loopback-only
+    // Host list would otherwise refuse the hosts --allow-host admits.
+    // rmcp's Origin check is off by default and stays off.
+    let config = StreamableHttpServerConfig::default()
+        .disable_allowed_hosts()
+        .with_cancellation_token(ct.child_token());
     let service = StreamableHttpService::new(
         move || Ok(handler.clone()),
         LocalSessionManager::default().into(),
         config,
     );
-    let router = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    tracing::info!(
-        "{name} serving MCP at http://{}/mcp",
-        listener.local_addr()?
-    );
-    eprintln!(
-        "{name}: serving MCP at http://{}/mcp",
-        listener.local_addr()?
-    );
+    let needs_token = policy.requires_token();
+    let router = policy.layer(axum::Router::new().nest_service("/mcp", service));
+    let addr = listener.local_addr()?;
+    tracing::info!(needs_token, "{name} serving MCP at http://{addr}/mcp");
+    // The first stderr line; tests and scripts read the port from it.
+    eprintln!("{name}: serving MCP at http://{addr}/mcp");
     axum::serve(listener, router)
         .with_graceful_shutdown(async move {
             let _ = tokio::signal::ctrl_c().await;
