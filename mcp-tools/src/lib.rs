@@ -6,6 +6,7 @@
 //!
 //! - [`workspace`]: resolve a path from the model to a canonical path inside
 //!   the root, or refuse it with a message the model can act on;
+//! - [`atomic`]: replace a file atomically (temp, fsync, rename, fsync dir);
 //! - [`blocking`]: run file, search or database work off the async thread;
 //! - [`clamp`]: cap tool output on a char boundary and say how much was cut;
 //! - [`serve`]: the shared flags (`--root`, `--http`, `--max-output`,
@@ -23,6 +24,7 @@
 //! model; JSON-RPC errors are left to rmcp for what the MCP spec makes
 //! protocol errors (unknown tool, invalid params).
 
+pub mod atomic;
 pub mod blocking;
 pub mod clamp;
 pub mod http;
@@ -33,6 +35,7 @@ pub mod spawn;
 pub mod testing;
 pub mod workspace;
 
+pub use atomic::{DEFAULT_FILE_MODE, write_atomic};
 pub use blocking::blocking;
 pub use clamp::{DEFAULT_MAX_OUTPUT, clamp, clamp_head_tail};
 pub use serve::{ServeArgs, ToolContext};

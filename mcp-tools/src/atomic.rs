@@ -1,0 +1,177 @@
+//! Atomic file replacement, the one way every NanoHermes writer replaces a
+//! file (the files and todo servers today; sessions and config later).
+//!
+//! The new content goes to a temp file in the target's own directory (a
+//! rename is only atomic within one file system), created with `O_EXCL`
+//! under an unpredictable name so nothing planted in the directory can be
+//! followed or clobbered. The temp file is fsynced, given its final mode,
+//! renamed over the target, and then the directory is fsynced so the
+//! rename itself survives a crash. A reader sees the old file or the new
+//! one, never a torn one; a failure before the rename leaves the target
+//! untouched and removes the temp file.
+
+use std::io::{self, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+/// Mode for a new file when the caller has no reason to choose (`rw-r--r--`
+/// before the umask). Writers of private data (sessions) pass `0o600`.
+pub const DEFAULT_FILE_MODE: u32 = 0o644;
+
+/// Mode of the temp file while it is written when the target exists: no
+/// wider than any mode it can end with, so the content is never more
+/// readable than the file it replaces.
+const PRIVATE_MODE: u32 = 0o600;
+
+/// Replaces `path` with `contents` atomically.
+///
+/// - An existing regular file at `path` keeps its permission bits (the
+///   temp file gets them before the rename).
+/// - A new file gets `new_file_mode`, reduced by the process umask like any
+///   newly created file (pass [`DEFAULT_FILE_MODE`], or `0o600` for private data).
+/// - The parent directory must exist; this does not create directories, so
+///   a caller that wants private directories makes them itself.
+/// - A symlink at `path` is replaced by the new file, not followed: resolve
+///   the path first if the link's target is meant.
+///
+/// On error before the rename the target is unchanged and the temp file is
+/// gone. An error from the final directory fsync means the new content is
+/// in place but its durability across a crash is not guaranteed.
+pub fn write_atomic(path: &Path, contents: &[u8], new_file_mode: u32) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if path.file_name().is_none() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} does not name a file", path.display()),
+        ));
+    }
+    let existing_mode = match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() => Some(meta.permissions().mode() & 0o7777),
+        _ => None,
+    };
+    let create_mode = if existing_mode.is_some() {
+        PRIVATE_MODE
+    } else {
+        new_file_mode & 0o7777
+    };
+    // tempfile names the file with random characters and opens it with
+    // O_CREAT|O_EXCL (retrying on a clash); dropping it removes the file,
+    // which is the cleanup on every error path below.
+    let mut temp = tempfile::Builder::new()
+        .prefix(".nanohermes-")
+        .suffix(".tmp")
+        .permissions(std::fs::Permissions::from_mode(create_mode))
+        .tempfile_in(dir)?;
+    temp.write_all(contents)?;
+    if let Some(mode) = existing_mode {
+        // fchmod on the open handle sets the exact bits (no umask).
+        temp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(mode))?;
+    }
+    temp.as_file().sync_all()?;
+    temp.persist(path).map_err(|e| e.error)?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+    }
+
+    /// Names in `dir`, sorted.
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// The process umask, read from /proc (reading it with umask(2) would
+    /// change it for the other test threads).
+    fn umask() -> u32 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let line = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Umask:"))
+            .unwrap();
+        u32::from_str_radix(line.trim(), 8).unwrap()
+    }
+
+    #[test]
+    fn creates_and_replaces_leaving_no_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.txt");
+        write_atomic(&path, b"one", DEFAULT_FILE_MODE).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"one");
+        write_atomic(&path, b"two", DEFAULT_FILE_MODE).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
+        assert_eq!(names(dir.path()), ["f.txt"]);
+    }
+
+    #[test]
+    fn a_new_file_gets_the_given_mode_under_the_umask() {
+        let dir = tempfile::tempdir().unwrap();
+        let public = dir.path().join("public");
+        write_atomic(&public, b"x", DEFAULT_FILE_MODE).unwrap();
+        assert_eq!(mode(&public), 0o644 & !umask());
+        let private = dir.path().join("private");
+        write_atomic(&private, b"x", 0o600).unwrap();
+        assert_eq!(mode(&private), 0o600);
+    }
+
+    #[test]
+    fn an_existing_file_keeps_its_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.sh");
+        std::fs::write(&path, "old").unwrap();
+        for kept in [0o755, 0o600, 0o640] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(kept)).unwrap();
+            write_atomic(&path, b"new", 0o600).unwrap();
+            assert_eq!(mode(&path), kept);
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+    }
+
+    #[test]
+    fn a_failed_rename_leaves_the_target_and_no_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        // rename(2) of a file over a non-empty directory fails after the
+        // temp file was written.
+        let target = dir.path().join("target");
+        std::fs::create_dir(&target).unwrap();
+        std::fs::write(target.join("inner"), "keep").unwrap();
+        assert!(write_atomic(&target, b"x", DEFAULT_FILE_MODE).is_err());
+        assert_eq!(names(dir.path()), ["target"]);
+        assert_eq!(std::fs::read(target.join("inner")).unwrap(), b"keep");
+    }
+
+    #[test]
+    fn a_missing_directory_is_an_error_not_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("no/such/dir/f");
+        let err = write_atomic(&path, b"x", DEFAULT_FILE_MODE).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        assert!(!dir.path().join("no").exists());
+    }
+
+    #[test]
+    fn a_symlink_at_the_path_is_replaced_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("real");
+        std::fs::write(&target, "real").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        write_atomic(&link, b"new", DEFAULT_FILE_MODE).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"real");
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_file());
+        assert_eq!(std::fs::read(&link).unwrap(), b"new");
+    }
+}
