@@ -230,6 +230,8 @@ async fn serve_http<S>(
 where
     S: ServerHandler + Service<RoleServer> + Clone + Send + Sync + 'static,
 {
+    use std::io::Write;
+
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
@@ -250,8 +252,12 @@ where
     let router = policy.layer(axum::Router::new().nest_service("/mcp", service));
     let addr = listener.local_addr()?;
     tracing::info!(needs_token, "{name} serving MCP at http://{addr}/mcp");
-    // The first stderr line; tests and scripts read the port from it.
-    eprintln!("{name}: serving MCP at http://{addr}/mcp");
+    // The first stderr line; tests and scripts read the port from it. Not
+    // eprintln!, which panics if the host has closed stderr.
+    let _ = writeln!(
+        std::io::stderr(),
+        "{name}: serving MCP at http://{addr}/mcp"
+    );
     axum::serve(listener, router)
         .with_graceful_shutdown(async move {
             let _ = tokio::signal::ctrl_c().await;
@@ -268,5 +274,9 @@ fn init_logging() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // When the host has closed our stderr, tracing would report the
+        // failed write with eprintln!, which panics and drops the request
+        // being served; a log line is not worth that.
+        .log_internal_errors(false)
         .try_init();
 }
