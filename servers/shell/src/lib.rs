@@ -7,14 +7,19 @@
 //! - `task_start {command}` → a task id; `task_output {id}` → the output
 //!   since the last read and the status; `task_kill {id}`.
 //!
-//! Invariants:
+//! Invariants (the mechanism is the kit's [`mcp_tools::spawn`]):
 //! - every command runs as the leader of its own process group with stdin
-//!   from /dev/null; when it exits, times out (default 120 s, at most 600 s),
-//!   is killed or its MCP request is cancelled, the whole group is killed, so nothing it started in the
-//!   background survives it;
-//! - no orphans, ever: tasks die with the server however it ends (see
-//!   [`group`]: a reaper process kills every live group when this process
-//!   is gone, even after SIGKILL);
+//!   from /dev/null, so a terminal's Ctrl-C does not reach it;
+//! - its environment has no secrets: no variable whose name contains KEY,
+//!   TOKEN, SECRET, PASSWORD or CREDENTIAL, nor one the host withheld;
+//! - no process outlives its command: when it exits, times out (default
+//!   120 s, at most 600 s), is killed or its MCP request is cancelled, its
+//!   whole tree is killed, including what it started with `setsid`, `nohup`
+//!   or a double fork (the server is a child subreaper, so orphans come
+//!   back to it); a task's tree lives until the task ends or is killed;
+//! - no orphans, ever: tasks die with the server however it ends (a reaper
+//!   process kills every tree when this process is gone, even after
+//!   SIGKILL);
 //! - a non-zero exit is a normal result; output is clamped to
 //!   `--max-output` keeping each stream's head and tail, and buffered in
 //!   bounded memory however much a command prints;
@@ -23,8 +28,8 @@
 //!   even if an escaped process holds a pipe open.
 
 pub mod capture;
-pub mod group;
 pub mod run;
+pub mod signals;
 pub mod tasks;
 
 use std::path::PathBuf;
@@ -86,6 +91,11 @@ pub struct ShellServer {
 impl ShellServer {
     /// A shell server acting inside `ctx`'s workspace.
     pub fn new(ctx: ToolContext) -> Self {
+        // Orphans of commands come back to this process, to be killed with
+        // their tree and reaped; without it they are still found by marker.
+        if let Err(e) = mcp_tools::spawn::become_subreaper() {
+            tracing::warn!("cannot become a child subreaper: {e}");
+        }
         let buffer_limit = ctx.max_output.max(32 * 1024) * 4;
         Self {
             ctx: Arc::new(ctx),
@@ -94,7 +104,7 @@ impl ShellServer {
         }
     }
 
-    /// Kills every background task's process group now (also done when the
+    /// Kills every background task's process tree now (also done when the
     /// last clone of the server is dropped).
     pub fn kill_all_tasks(&self) {
         self.tasks.kill_all();

@@ -1,21 +1,37 @@
 //! Driving a spawned command to its end: reading both pipes while it runs,
-//! enforcing the timeout, and killing its process group when it is done,
-//! so that a grandchild holding a pipe open cannot hang the read.
+//! enforcing the timeout, and killing its whole process tree when it is
+//! done, so that a grandchild holding a pipe open cannot hang the read and
+//! nothing it started outlives it.
 
 use std::path::Path;
-use std::process::ExitStatus;
+use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use tokio::io::AsyncReadExt;
 use tokio::process::Child;
 
+use mcp_tools::spawn::{self, EnvPolicy, ProcessTree};
+
 use crate::capture::Captured;
-use crate::group::{ProcessGroup, spawn_in_group};
 
 /// How long the pipes are still read after the command has exited and its
-/// group was killed: only a process that left the group (`setsid`) can
-/// keep a pipe open past that, and it is not waited for.
+/// tree was killed: only a process the tree kill could not attribute (one
+/// that cleared its environment and left the group) can keep a pipe open
+/// past that, and it is not waited for.
 pub const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// Spawns `sh -c command` in `cwd` through the kit: its own process group,
+/// secrets scrubbed from the environment, stdin from /dev/null, stdout and
+/// stderr piped.
+pub fn spawn_sh(command: &str, cwd: &Path) -> std::io::Result<(Child, ProcessTree)> {
+    let mut sh = spawn::command("sh", &EnvPolicy::ScrubSecrets);
+    sh.arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    sh.spawn()
+}
 
 /// Which pipe output came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,13 +54,14 @@ pub struct Ended {
 }
 
 /// Reads the child's stdout and stderr into `on_output` until it exits, or
-/// `timeout` passes, or `cancel` completes; then kills the whole group (a `sleep 1000 &` the
-/// command left behind dies with it) and drains the pipes for at most
-/// [`DRAIN_GRACE`]. Cancel-safe in the sense that dropping the future drops
-/// nothing but borrowed state: the caller's [`ProcessGroup`] still kills.
+/// `timeout` passes, or `cancel` completes; then kills the whole tree (a
+/// `sleep 1000 &`, `setsid`, `nohup` or double fork the command left behind
+/// dies with it) and drains the pipes for at most [`DRAIN_GRACE`].
+/// Cancel-safe in the sense that dropping the future drops nothing but
+/// borrowed state: the caller's [`ProcessTree`] still kills.
 pub async fn drive(
     child: &mut Child,
-    group: &ProcessGroup,
+    tree: &ProcessTree,
     timeout: Option<Duration>,
     cancel: impl Future<Output = ()>,
     mut on_output: impl FnMut(Stream, &[u8]),
@@ -74,16 +91,16 @@ pub async fn drive(
             waited = child.wait(), if !exited => {
                 exited = true;
                 status = waited.ok();
-                group.kill();
+                tree.kill();
                 drain_until = tokio::time::Instant::now() + DRAIN_GRACE;
             },
             _ = tokio::time::sleep_until(deadline), if !exited && !timed_out && !cancelled => {
                 timed_out = true;
-                group.kill();
+                tree.kill();
             },
             _ = &mut cancel, if !exited && !timed_out && !cancelled => {
                 cancelled = true;
-                group.kill();
+                tree.kill();
             },
             _ = tokio::time::sleep_until(drain_until), if exited => break,
         }
@@ -108,7 +125,7 @@ async fn read_some<R: AsyncReadExt + Unpin>(
 /// Runs `command` with `sh -c` in `cwd` and renders the result for the
 /// model: the exit code (or the timeout), then stdout and stderr, clamped
 /// together to `max_output` bytes keeping each stream's head and tail.
-/// When `cancel` completes first (the MCP request was cancelled), the group
+/// When `cancel` completes first (the MCP request was cancelled), the tree
 /// is killed at once.
 pub async fn run_command(
     command: &str,
@@ -118,14 +135,14 @@ pub async fn run_command(
     cancel: impl Future<Output = ()>,
 ) -> Result<String, String> {
     let started = Instant::now();
-    let (mut child, group) =
-        spawn_in_group(command, cwd).map_err(|e| format!("cannot start `sh -c`: {e}"))?;
+    let (mut child, tree) =
+        spawn_sh(command, cwd).map_err(|e| format!("cannot start `sh -c`: {e}"))?;
     let limit = max_output.max(4096) * 2;
     let mut stdout = Captured::new(limit);
     let mut stderr = Captured::new(limit);
     let ended = drive(
         &mut child,
-        &group,
+        &tree,
         Some(timeout),
         cancel,
         |stream, bytes| match stream {
@@ -134,7 +151,7 @@ pub async fn run_command(
         },
     )
     .await;
-    drop(group);
+    drop(tree);
     let mut out = String::new();
     if ended.cancelled {
         out.push_str("cancelled: the command and every process it started were killed\n");

@@ -2,21 +2,21 @@
 //!
 //! Each task is a command in its own process group, driven by a tokio task
 //! that interleaves its stdout and stderr into one bounded buffer of unread
-//! output. When the command exits, its group is killed like any command's.
-//! Dropping the [`Tasks`] table (the server going away) kills every group.
+//! output. Its whole process tree lives until the task is killed or ends
+//! (then it is killed like any command's), or the server goes away:
+//! dropping the [`Tasks`] table kills every tree.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::Signal;
+use mcp_tools::spawn::{ProcessTree, Signal};
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
 use crate::capture::Captured;
-use crate::group::{ProcessGroup, spawn_in_group};
-use crate::run::{Stream, describe_status, drive};
+use crate::run::{Stream, describe_status, drive, spawn_sh};
 
 /// Most tasks running at once.
 pub const MAX_RUNNING: usize = 16;
@@ -43,7 +43,7 @@ struct Table {
 struct Task {
     command: String,
     started: Instant,
-    group: Arc<ProcessGroup>,
+    tree: Arc<ProcessTree>,
     state: Arc<Mutex<TaskState>>,
     done: watch::Receiver<bool>,
     driver: AbortHandle,
@@ -80,10 +80,10 @@ impl Tasks {
             ));
         }
         table.forget_finished_beyond(MAX_KEPT - 1);
-        let (mut child, group) =
-            spawn_in_group(command, cwd).map_err(|e| format!("cannot start `sh -c`: {e}"))?;
-        let group = Arc::new(group);
-        let pgid = group.id();
+        let (mut child, tree) =
+            spawn_sh(command, cwd).map_err(|e| format!("cannot start `sh -c`: {e}"))?;
+        let tree = Arc::new(tree);
+        let pgid = tree.pgid();
         let state = Arc::new(Mutex::new(TaskState {
             unread: Captured::new(self.buffer_limit),
             status: None,
@@ -91,12 +91,12 @@ impl Tasks {
         }));
         let (done_tx, done) = watch::channel(false);
         let driver = {
-            let group = group.clone();
+            let tree = tree.clone();
             let state = state.clone();
             tokio::spawn(async move {
                 let ended = drive(
                     &mut child,
-                    &group,
+                    &tree,
                     None,
                     std::future::pending(),
                     |_: Stream, bytes| {
@@ -116,7 +116,7 @@ impl Tasks {
             Arc::new(Task {
                 command: command.to_string(),
                 started: Instant::now(),
-                group,
+                tree,
                 state,
                 done,
                 driver,
@@ -132,26 +132,26 @@ impl Tasks {
         Ok(task.report(budget))
     }
 
-    /// Stops a task: SIGTERM to its group, then SIGKILL after
-    /// [`KILL_GRACE`]. Returns its final report.
+    /// Stops a task: SIGTERM to its group, then SIGKILL to its whole tree
+    /// after [`KILL_GRACE`]. Returns its final report.
     pub async fn kill(&self, id: u32, budget: usize) -> Result<String, String> {
         let task = self.get(id)?;
         if !task.is_done() {
             lock(&task.state).killed_on_request = true;
-            task.group.signal(Signal::SIGTERM);
+            task.tree.signal_group(Signal::SIGTERM);
             let mut done = task.done.clone();
             let _ = tokio::time::timeout(KILL_GRACE, done.wait_for(|d| *d)).await;
-            task.group.kill();
+            task.tree.kill();
             let _ = tokio::time::timeout(KILL_GRACE, done.wait_for(|d| *d)).await;
         }
         Ok(task.report(budget))
     }
 
-    /// Kills every task's process group (the server is going away).
+    /// Kills every task's process tree (the server is going away).
     pub fn kill_all(&self) {
         for task in self.lock().tasks.values() {
             task.driver.abort();
-            task.group.kill();
+            task.tree.kill();
         }
     }
 
@@ -214,7 +214,7 @@ impl Task {
             None => format!(
                 "running for {} s (process group {})",
                 self.started.elapsed().as_secs(),
-                self.group.id()
+                self.tree.pgid()
             ),
             Some(status) if killed => format!("{status} (stopped by task_kill)"),
             Some(status) => status,

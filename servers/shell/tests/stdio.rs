@@ -7,7 +7,7 @@ mod common;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-use common::{call, eventually, group_members, pgid_of};
+use common::{call, eventually, group_members, pgid_of, unique_sleep, with_token};
 use rmcp::ServiceExt;
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use serde_json::{Value, json};
@@ -63,9 +63,11 @@ struct RawServer {
 
 impl RawServer {
     fn start(root: &std::path::Path) -> Self {
-        let mut child = Command::new(BIN)
-            .arg("--root")
-            .arg(root)
+        Self::start_with(Command::new(BIN).arg("--root").arg(root))
+    }
+
+    fn start_with(command: &mut Command) -> Self {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -153,4 +155,74 @@ async fn no_process_is_left_after_the_server_is_killed() {
         "left behind: {:?}",
         group_members(pgid)
     );
+}
+
+#[tokio::test]
+async fn orphans_of_a_task_die_when_the_server_is_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = RawServer::start(dir.path());
+    let token = unique_sleep();
+    server.start_task(&format!(
+        "setsid sleep {token} &\n(sh -c 'sleep {token} &' &)\nnohup sleep {token} >/dev/null 2>&1 &\nsleep {token}"
+    ));
+    assert!(eventually(|| with_token(&token).len() == 4).await);
+
+    // SIGKILL: the server runs no code; the reaper finds them by marker.
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    assert!(
+        eventually(|| with_token(&token).is_empty()).await,
+        "left behind: {:?}",
+        with_token(&token)
+    );
+}
+
+#[tokio::test]
+async fn orphans_of_a_task_die_when_the_server_stdin_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = RawServer::start(dir.path());
+    let token = unique_sleep();
+    server.start_task(&format!("setsid sleep {token} &\nsleep {token}"));
+    assert!(eventually(|| with_token(&token).len() == 2).await);
+
+    drop(server.stdin.take());
+    assert!(server.child.wait().unwrap().success());
+    assert!(
+        eventually(|| with_token(&token).is_empty()).await,
+        "left behind: {:?}",
+        with_token(&token)
+    );
+}
+
+#[tokio::test]
+async fn sigint_to_the_servers_group_does_not_reach_a_running_command() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    // The server leads a group of its own, as a terminal's foreground job
+    // would; the test plays the terminal and sends SIGINT to that group.
+    let mut server = RawServer::start_with(
+        Command::new(BIN)
+            .arg("--root")
+            .arg(dir.path())
+            .process_group(0),
+    );
+    let pgid = nix::unistd::Pid::from_raw(i32::try_from(server.child.id()).unwrap());
+    let marker = dir.path().join("running");
+    let interrupter = std::thread::spawn(move || {
+        while !marker.exists() {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGINT).unwrap();
+    });
+    let answer = server.request(
+        3,
+        "tools/call",
+        json!({"name": "run_command", "arguments": {"command": "touch running; sleep 1; echo finished"}}),
+    );
+    interrupter.join().unwrap();
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("exit code: 0"), "{text}");
+    assert!(text.ends_with("--- stdout\nfinished\n"), "{text}");
+    drop(server.stdin.take());
+    assert!(server.child.wait().unwrap().success());
 }

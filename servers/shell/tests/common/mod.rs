@@ -78,3 +78,50 @@ pub fn pgid_of(started: &str) -> i32 {
     let rest = started.split("process group ").nth(1).unwrap();
     rest[..rest.find(')').unwrap()].parse().unwrap()
 }
+
+/// A `sleep` argument no other process on the machine uses.
+pub fn unique_sleep() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(1);
+    format!(
+        "300.{}{:04}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
+/// Live (non-zombie) processes with `token` as one of their arguments.
+pub fn with_token(token: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Ok(pid) = name.parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        if stat_fields(&name).is_some_and(|f| f[0] != "Z")
+            && cmdline
+                .split(|b| *b == 0)
+                .any(|arg| arg == token.as_bytes())
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// The orphan attacks: each leaves `sleep TOKEN` running outside the
+/// command's process group or parent chain.
+pub fn attacks(token: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("setsid", format!("setsid sleep {token} &")),
+        ("nohup", format!("nohup sleep {token} >/dev/null 2>&1 &")),
+        ("double fork", format!("(sh -c 'sleep {token} &' &)")),
+        (
+            "setsid shell waiting",
+            format!("setsid sh -c 'sleep {token} & wait' &"),
+        ),
+    ]
+}
