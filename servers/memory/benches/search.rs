@@ -1,7 +1,7 @@
 //! `memory_search` latency at 10 000 and 100 000 memories (not a test).
 //!
 //! Fills a temp database with generated memories (about half English, a
-//! third Chinese, the rest mixed), then times searches of four query classes
+//! third Chinese, the rest mixed), then times searches of seven query classes
 //! twice: calling `MemoryStore::search` directly, and calling the
 //! `memory_search` tool through an in-process MCP client. Prints p50 and p99
 //! per class. Run with `cargo bench -p nanohermes-memory`.
@@ -256,17 +256,21 @@ fn query(rng: &mut Rng, class: usize) -> String {
         // A mixed query: English word, Chinese word.
         3 => format!("{} {}", rng.pick(ENGLISH), rng.pick(CHINESE)),
         // Two words that rarely meet, so the any-term tier runs too.
-        _ => format!("{} {}", rng.pick(ENGLISH), rng.pick(RARE)),
+        5 => format!("{} {}", rng.pick(ENGLISH), rng.pick(RARE)),
+        // A Chinese question around two stored words, no spaces: its
+        // bigrams include pieces no memory holds, so the any-term tier runs.
+        _ => format!("{}之前要{}什么", rng.pick(CHINESE), rng.pick(CHINESE)),
     }
 }
 
-const CLASSES: [&str; 6] = [
+const CLASSES: [&str; 7] = [
     "english 2 words",
     "chinese >=3 chars",
     "chinese 2 chars",
     "mixed en + zh",
     "english 1 word",
     "common + absent",
+    "chinese question",
 ];
 
 /// Words no generated memory contains.

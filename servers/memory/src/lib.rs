@@ -9,12 +9,13 @@
 //! | `memory_forget {id}` | deletes one memory; an unknown id is an error | destructive |
 //!
 //! Invariants:
-//! - Search finds Chinese, Japanese and Korean as well as English: words of
-//!   space-separated scripts go to an FTS5 `unicode61` index (word and
-//!   prefix matches), CJK terms to an FTS5 `trigram` index (substring
-//!   matches, no word segmentation needed), both ranked by bm25; CJK terms
-//!   of one or two characters, below the trigram size, are matched as
-//!   substrings instead (see [`text`] and [`search`]).
+//! - Search finds Chinese, Japanese and Korean as well as English, also for
+//!   a question phrased differently from the stored text: one FTS5
+//!   `unicode61` index holds words of space-separated scripts (word and
+//!   prefix matches) and every CJK run cut into overlapping bigrams, the
+//!   query is cut the same way, and memories holding every term come
+//!   first, then those holding the most terms, each by bm25 (see [`text`]
+//!   and [`search`]). A single CJK letter is matched as a substring.
 //! - A query is text, never FTS5 syntax: quotes, `*`, `-`, `OR` and
 //!   parentheses cannot cause a syntax error.
 //! - Several processes may write one database at once and lose nothing

@@ -34,7 +34,7 @@ pub struct SaveArgs {
 /// Arguments of `memory_search`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SearchArgs {
-    /// Words in any language; plain text, no query syntax.
+    /// Words or a question in any language; plain text, no query syntax.
     pub query: String,
     /// Max hits (default 10, max 100).
     #[serde(default)]

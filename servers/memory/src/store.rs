@@ -15,10 +15,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use crate::text::{Terms, normalise};
+use crate::search::INDEX;
+use crate::text::{Terms, index_form, normalise};
 
 /// Version of the schema this code writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// How long a write waits for another process's write to finish.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -181,7 +182,9 @@ impl MemoryStore {
             params![kind.as_str(), text, norm, tags, unix_now()],
         )?;
         let outcome = if inserted == 1 {
-            Saved::New(tx.last_insert_rowid())
+            let id = tx.last_insert_rowid();
+            index(&tx, id, text, &tags)?;
+            Saved::New(id)
         } else {
             let id = tx.query_row("SELECT id FROM memories WHERE norm = ?1", [&norm], |r| {
                 r.get(0)
@@ -229,6 +232,7 @@ impl MemoryStore {
             .optional()?
             .ok_or(MemoryError::NotFound(id))?;
         tx.execute("DELETE FROM memories WHERE id = ?1", [id])?;
+        tx.execute(&format!("DELETE FROM {INDEX} WHERE rowid = ?1"), [id])?;
         tx.commit()?;
         Ok(memory)
     }
@@ -255,7 +259,11 @@ impl MemoryStore {
             )?;
             let now = unix_now();
             for (text, kind) in memories {
-                new += stmt.execute(params![kind.as_str(), text.trim(), normalise(text), now])?;
+                let text = text.trim();
+                if stmt.execute(params![kind.as_str(), text, normalise(text), now])? == 1 {
+                    index(&tx, tx.last_insert_rowid(), text, "")?;
+                    new += 1;
+                }
             }
         }
         tx.commit()?;
@@ -301,6 +309,17 @@ fn unix_now() -> i64 {
         .unwrap_or(0)
 }
 
+/// Adds memory `id` to the search index, in its [`index_form`]. The index
+/// is contentless, so this code (not a trigger) keeps it in step with the
+/// table, inside the same transaction as the row.
+fn index(conn: &Connection, id: i64, text: &str, tags: &str) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "INSERT INTO {INDEX} (rowid, text, tags) VALUES (?1, ?2, ?3)"
+    ))?;
+    stmt.execute(params![id, index_form(text), index_form(tags)])?;
+    Ok(())
+}
+
 /// Brings the schema from `user_version` up to [`SCHEMA_VERSION`], inside
 /// one `BEGIN IMMEDIATE` transaction so two processes opening a new file at
 /// once migrate it exactly once.
@@ -312,6 +331,10 @@ fn migrate(conn: &mut Connection) -> Result<(), MemoryError> {
     }
     if version < 1 {
         tx.execute_batch(SCHEMA_V1)?;
+    }
+    if version < 2 {
+        tx.execute_batch(SCHEMA_V2)?;
+        reindex(&tx)?;
     }
     // Later versions add `if version < N { ... }` steps here.
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
@@ -355,3 +378,30 @@ CREATE TRIGGER memories_after_update AFTER UPDATE ON memories BEGIN
     INSERT INTO memories_words (rowid, text, tags) VALUES (new.id, new.text, new.tags);
 END;
 ";
+
+/// Version 2: one contentless index of the [`index_form`] (CJK bigrams)
+/// replaces version 1's trigram and word indexes and their triggers, which
+/// could not match a question phrased differently from the stored text.
+const SCHEMA_V2: &str = "
+DROP TRIGGER memories_after_insert;
+DROP TRIGGER memories_after_delete;
+DROP TRIGGER memories_after_update;
+DROP TABLE memories_fts;
+DROP TABLE memories_words;
+CREATE VIRTUAL TABLE memories_index USING fts5 (
+    text, tags, content = '', contentless_delete = 1,
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+";
+
+/// Indexes every memory anew (after [`SCHEMA_V2`] created the index).
+fn reindex(conn: &Connection) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare("SELECT id, text, tags FROM memories")?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let text: String = row.get(1)?;
+        let tags: String = row.get(2)?;
+        index(conn, row.get(0)?, &text, &tags)?;
+    }
+    Ok(())
+}

@@ -2,6 +2,7 @@
 //! directly, `tools` goes through an in-process MCP client, `process` spawns
 //! the real binary (one client, then two processes writing one file).
 
+mod cjk;
 mod process;
 mod store;
 mod tools;
