@@ -1,10 +1,13 @@
-//! One bounded HTTP GET: scheme check, redirect limit, timeouts, a size cap
-//! read incrementally, and the content type decided before the body is read.
+//! One bounded HTTP GET: scheme check, the network guard on every hop,
+//! redirect limit, timeouts, a size cap read incrementally, and the content
+//! type decided before the body is read.
 
 use std::time::Duration;
 
 use reqwest::redirect::{Attempt, Policy};
 use reqwest::{StatusCode, Url};
+
+use crate::guard::{AllowedHost, NetworkGuard, Refusal};
 
 /// Limits every fetch obeys. The defaults suit a model reading web pages.
 #[derive(Debug, Clone)]
@@ -19,10 +22,19 @@ pub struct FetchConfig {
     pub default_max_bytes: usize,
     /// Largest `max_bytes` a caller may ask for.
     pub max_max_bytes: usize,
+    /// Reach loopback, private, link-local and other non-public addresses
+    /// too (the user's `--allow-private-network`). Off by default.
+    pub allow_private_network: bool,
+    /// Non-public hosts the user lets through one by one (`--allow-fetch-host`).
+    pub allowed_hosts: Vec<AllowedHost>,
+    /// DER-encoded CA certificates trusted besides the system's (a company
+    /// CA; the tests' own CA for their https server).
+    pub extra_root_certificates: Vec<Vec<u8>>,
 }
 
 impl Default for FetchConfig {
-    /// 30 s total, 10 s to connect, 5 redirects, 2 MB by default, 10 MB at most.
+    /// 30 s total, 10 s to connect, 5 redirects, 2 MB by default, 10 MB at
+    /// most, public addresses only.
     fn default() -> Self {
         Self {
             timeout: Duration::from_secs(30),
@@ -30,6 +42,9 @@ impl Default for FetchConfig {
             max_redirects: 5,
             default_max_bytes: 2_000_000,
             max_max_bytes: 10_000_000,
+            allow_private_network: false,
+            allowed_hosts: Vec::new(),
+            extra_root_certificates: Vec::new(),
         }
     }
 }
@@ -94,6 +109,30 @@ pub enum FetchError {
         /// The redirect target.
         target: String,
     },
+    /// The URL, a redirect, or the address a name resolved to is not public.
+    #[error(
+        "refused {what}: {reason}; web_fetch reaches only public addresses \
+         (the user can allow private networks with --allow-private-network)"
+    )]
+    Refused {
+        /// The URL refused (`http://10.0.0.1/`), the redirect target with
+        /// where it came from, or `a redirect from URL` when the resolver
+        /// refused a name a redirect led to.
+        what: String,
+        /// What was refused and why.
+        reason: Refusal,
+    },
+    /// An https page redirected to plain http.
+    #[error(
+        "refused: {url} redirected to {target}, from https down to plain http; \
+         web_fetch does not follow a redirect that drops TLS"
+    )]
+    Downgrade {
+        /// The URL requested.
+        url: String,
+        /// The http redirect target.
+        target: String,
+    },
     /// Connecting failed.
     #[error("could not connect to {url}: {reason}")]
     Connect {
@@ -155,6 +194,7 @@ pub const TEXT_WIDTH: usize = 100;
 pub struct Fetcher {
     client: reqwest::Client,
     config: FetchConfig,
+    guard: NetworkGuard,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -163,29 +203,59 @@ enum RedirectRefused {
     TooMany,
     #[error("redirect to a non-http scheme")]
     Scheme(String),
+    #[error("redirect from https to http")]
+    Downgrade(String),
+    #[error("redirect to a non-public address")]
+    Address(String, Refusal),
 }
 
 impl Fetcher {
-    /// Builds the client. Fails only if the TLS backend cannot start.
+    /// Builds the client. Fails only if the TLS backend cannot start or an
+    /// extra root certificate does not parse.
     pub fn new(config: FetchConfig) -> Result<Self, reqwest::Error> {
         let max = config.max_redirects;
+        let guard = NetworkGuard::new(config.allow_private_network, config.allowed_hosts.clone());
+        let hop_guard = guard.clone();
         let policy = Policy::custom(move |attempt: Attempt<'_>| {
-            if !matches!(attempt.url().scheme(), "http" | "https") {
-                let target = attempt.url().to_string();
+            let target = attempt.url();
+            let from_https = attempt
+                .previous()
+                .last()
+                .is_some_and(|u| u.scheme() == "https");
+            if !matches!(target.scheme(), "http" | "https") {
+                let target = target.to_string();
                 attempt.error(RedirectRefused::Scheme(target))
+            } else if from_https && target.scheme() == "http" {
+                let target = target.to_string();
+                attempt.error(RedirectRefused::Downgrade(target))
             } else if attempt.previous().len() > max {
                 attempt.error(RedirectRefused::TooMany)
+            } else if let Err(refusal) = hop_guard.check_url(target) {
+                // Literal addresses never reach the resolver: judge them here.
+                let target = target.to_string();
+                attempt.error(RedirectRefused::Address(target, refusal))
             } else {
                 attempt.follow()
             }
         });
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder();
+        for der in &config.extra_root_certificates {
+            builder = builder.add_root_certificate(reqwest::Certificate::from_der(der)?);
+        }
+        let client = builder
             .user_agent(concat!("nanohermes-web/", env!("CARGO_PKG_VERSION")))
             .redirect(policy)
+            // A proxy would connect to the target for us, past the resolver.
+            .no_proxy()
+            .dns_resolver(guard.resolver())
             .timeout(config.timeout)
             .connect_timeout(config.connect_timeout)
             .build()?;
-        Ok(Self { client, config })
+        Ok(Self {
+            client,
+            config,
+            guard,
+        })
     }
 
     /// The limits in force.
@@ -208,6 +278,12 @@ impl Fetcher {
             Some(n) => n.min(self.config.max_max_bytes),
             None => self.config.default_max_bytes,
         };
+        self.guard
+            .check_url(&parsed)
+            .map_err(|reason| FetchError::Refused {
+                what: parsed.to_string(),
+                reason,
+            })?;
         let mut response = self
             .client
             .get(parsed.clone())
@@ -310,10 +386,39 @@ impl Fetcher {
                             url,
                             target: target.clone(),
                         },
+                        RedirectRefused::Downgrade(target) => FetchError::Downgrade {
+                            url,
+                            target: target.clone(),
+                        },
+                        RedirectRefused::Address(target, reason) => FetchError::Refused {
+                            what: format!("{target} (redirected from {url})"),
+                            reason: reason.clone(),
+                        },
                     };
                 }
                 source = cause.source();
             }
+        }
+        let mut source = std::error::Error::source(&error);
+        while let Some(cause) = source {
+            if let Some(reason) = cause.downcast_ref::<Refusal>() {
+                // The resolver refused a name: the one asked for, or one a
+                // redirect led to.
+                let after_redirect = match reason {
+                    Refusal::Resolved { name, .. } => url_host_differs(url_of(&url), name),
+                    _ => false,
+                };
+                let what = if after_redirect {
+                    format!("a redirect from {url}")
+                } else {
+                    url
+                };
+                return FetchError::Refused {
+                    what,
+                    reason: reason.clone(),
+                };
+            }
+            source = cause.source();
         }
         if error.is_timeout() {
             return FetchError::Timeout {
@@ -328,6 +433,15 @@ impl Fetcher {
             FetchError::Other { url, reason }
         }
     }
+}
+
+fn url_of(text: &str) -> Option<Url> {
+    Url::parse(text).ok()
+}
+
+fn url_host_differs(url: Option<Url>, name: &str) -> bool {
+    url.and_then(|u| u.host_str().map(|h| !h.eq_ignore_ascii_case(name)))
+        .unwrap_or(false)
 }
 
 const ACCEPT: &str = "text/html, application/xhtml+xml, text/*;q=0.9, application/json;q=0.9, application/xml;q=0.8, */*;q=0.1";

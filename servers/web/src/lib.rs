@@ -14,11 +14,20 @@
 //! - HTML becomes plain text through `html2text`; `text/*`, JSON and XML are
 //!   returned as text; any other content type is refused, named, before its
 //!   body is downloaded;
+//! - only public addresses are reached unless the user opts in
+//!   (`allow_private_network`, or one host at a time with `allowed_hosts`):
+//!   names are judged on the addresses they resolve to, inside reqwest's
+//!   DNS resolver, and literal addresses before every hop
+//!   ([`guard`], [`address`]); no proxy is used; a redirect from https to
+//!   http is refused;
 //! - an HTTP error status (404, 500, ...) is an `isError` result naming the
 //!   status and quoting the start of the error page.
 
+pub mod address;
 pub mod fetch;
+pub mod guard;
 pub mod server;
 
 pub use fetch::{FetchConfig, FetchError, Fetcher, Page};
+pub use guard::{AllowedHost, NetworkGuard, Refusal};
 pub use server::WebServer;

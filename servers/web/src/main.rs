@@ -1,9 +1,43 @@
 //! `nanohermes-web`: the web MCP server over stdio or streamable HTTP.
 
-fn main() -> std::process::ExitCode {
-    mcp_tools::serve::main(
-        "web",
-        "MCP server: fetch http(s) URLs as readable text",
-        |ctx| Ok(nanohermes_web::WebServer::new(ctx)?),
-    )
+use std::process::ExitCode;
+
+use clap::Parser;
+use nanohermes_web::{AllowedHost, FetchConfig, WebServer};
+
+/// MCP server: fetch http(s) URLs as readable text.
+#[derive(Parser)]
+#[command(name = "nanohermes-web", version)]
+struct Cli {
+    #[command(flatten)]
+    serve: mcp_tools::ServeArgs,
+    /// Let web_fetch reach loopback, private, link-local and other
+    /// non-public addresses (an intranet, a local dev server).
+    #[arg(long)]
+    allow_private_network: bool,
+    /// Let web_fetch reach this one non-public host, on PORT only if given
+    /// (e.g. `localhost:8080`, `10.0.0.5`, `[fd00::1]:443`). Repeatable.
+    /// (`--allow-host` is the HTTP transport's Host check, another thing.)
+    #[arg(long, value_name = "HOST[:PORT]")]
+    allow_fetch_host: Vec<AllowedHost>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let config = FetchConfig {
+        allow_private_network: cli.allow_private_network,
+        allowed_hosts: cli.allow_fetch_host,
+        ..FetchConfig::default()
+    };
+    let server = cli
+        .serve
+        .context()
+        .and_then(|ctx| Ok(WebServer::with_config(ctx, config)?));
+    match server {
+        Ok(server) => mcp_tools::serve::run("nanohermes-web", &cli.serve, server),
+        Err(e) => {
+            eprintln!("nanohermes-web: {e:#}");
+            ExitCode::from(2)
+        }
+    }
 }

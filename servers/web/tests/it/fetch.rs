@@ -3,57 +3,16 @@
 use std::path::Path;
 use std::time::Duration;
 
-use mcp_tools::ToolContext;
 use mcp_tools::schema::{check_schema_file, tools_document};
 use nanohermes_web::{FetchConfig, WebServer};
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::{RoleClient, RunningService};
 
+use super::client::{client, client_for, client_with, context, fetch, get};
 use super::local;
-
-type Client = RunningService<RoleClient, ()>;
-
-fn context() -> ToolContext {
-    ToolContext::new(std::env::temp_dir()).unwrap()
-}
-
-async fn client_with(config: FetchConfig, max_output: usize) -> Client {
-    let mut ctx = context();
-    ctx.max_output = max_output;
-    let server = WebServer::with_config(ctx, config).unwrap();
-    mcp_tools::in_process::connect(server).await.unwrap()
-}
-
-async fn client() -> Client {
-    client_with(FetchConfig::default(), mcp_tools::DEFAULT_MAX_OUTPUT).await
-}
-
-/// Calls `web_fetch` and returns (isError, text).
-async fn fetch(client: &Client, args: serde_json::Value) -> (bool, String) {
-    let serde_json::Value::Object(args) = args else {
-        panic!("arguments must be an object")
-    };
-    let result = client
-        .call_tool(CallToolRequestParams::new("web_fetch").with_arguments(args))
-        .await
-        .unwrap();
-    let text = result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n");
-    (result.is_error.unwrap_or(false), text)
-}
-
-async fn get(client: &Client, url: String) -> (bool, String) {
-    fetch(client, serde_json::json!({ "url": url })).await
-}
 
 #[tokio::test]
 async fn html_is_turned_into_readable_text() {
     let addr = local::serve().await;
-    let (err, text) = get(&client().await, format!("http://{addr}/page")).await;
+    let (err, text) = get(&client_for(addr).await, format!("http://{addr}/page")).await;
     assert!(!err, "{text}");
     assert!(text.starts_with(&format!(
         "URL: http://{addr}/page\nStatus: 200 OK\nContent-Type: text/html; charset=utf-8\n\n"
@@ -68,7 +27,7 @@ async fn html_is_turned_into_readable_text() {
 #[tokio::test]
 async fn plain_text_json_and_xml_are_returned_as_they_are() {
     let addr = local::serve().await;
-    let c = client().await;
+    let c = client_for(addr).await;
     let (err, text) = get(&c, format!("http://{addr}/plain")).await;
     assert!(
         !err && text.ends_with("\n\njust text\nline two\n"),
@@ -91,7 +50,7 @@ async fn plain_text_json_and_xml_are_returned_as_they_are() {
 #[tokio::test]
 async fn a_redirect_chain_within_the_limit_is_followed() {
     let addr = local::serve().await;
-    let (err, text) = get(&client().await, format!("http://{addr}/redirect/5")).await;
+    let (err, text) = get(&client_for(addr).await, format!("http://{addr}/redirect/5")).await;
     assert!(!err, "{text}");
     assert!(
         text.starts_with(&format!("URL: http://{addr}/redirect/0\n")),
@@ -104,7 +63,7 @@ async fn a_redirect_chain_within_the_limit_is_followed() {
 async fn a_redirect_chain_over_the_limit_is_refused() {
     let addr = local::serve().await;
     let url = format!("http://{addr}/redirect/6");
-    let (err, text) = get(&client().await, url.clone()).await;
+    let (err, text) = get(&client_for(addr).await, url.clone()).await;
     assert!(err);
     assert_eq!(
         text,
@@ -118,7 +77,7 @@ async fn a_redirect_chain_over_the_limit_is_refused() {
 async fn a_redirect_to_a_file_url_is_refused() {
     let addr = local::serve().await;
     let url = format!("http://{addr}/to-file");
-    let (err, text) = get(&client().await, url.clone()).await;
+    let (err, text) = get(&client_for(addr).await, url.clone()).await;
     assert!(err);
     assert_eq!(
         text,
@@ -129,7 +88,7 @@ async fn a_redirect_to_a_file_url_is_refused() {
 #[tokio::test]
 async fn the_body_is_cut_at_max_bytes_and_says_so() {
     let addr = local::serve().await;
-    let c = client().await;
+    let c = client_for(addr).await;
     let (err, text) = fetch(
         &c,
         serde_json::json!({"url": format!("http://{addr}/big"), "max_bytes": 1000}),
@@ -156,7 +115,7 @@ async fn the_body_is_cut_at_max_bytes_and_says_so() {
 #[tokio::test]
 async fn an_endless_body_stops_at_the_default_cap() {
     let addr = local::serve().await;
-    let (err, text) = get(&client().await, format!("http://{addr}/endless")).await;
+    let (err, text) = get(&client_for(addr).await, format!("http://{addr}/endless")).await;
     assert!(!err, "{}", &text[..text.len().min(300)]);
     assert!(
         text.contains("Note: the body was cut at 2000000 bytes"),
@@ -168,7 +127,7 @@ async fn an_endless_body_stops_at_the_default_cap() {
 #[tokio::test]
 async fn long_text_is_clamped_to_the_output_limit() {
     let addr = local::serve().await;
-    let c = client_with(FetchConfig::default(), 500).await;
+    let c = client_with(super::client::allowing(&[addr]), 500).await;
     let (err, text) = get(&c, format!("http://{addr}/big")).await;
     assert!(!err);
     assert!(text.len() < 600, "{} bytes", text.len());
@@ -178,7 +137,7 @@ async fn long_text_is_clamped_to_the_output_limit() {
 #[tokio::test]
 async fn binary_content_is_refused_with_its_type() {
     let addr = local::serve().await;
-    let c = client().await;
+    let c = client_for(addr).await;
     let url = format!("http://{addr}/image.png");
     let (err, text) = get(&c, url.clone()).await;
     assert!(err);
@@ -200,7 +159,7 @@ async fn binary_content_is_refused_with_its_type() {
 async fn a_404_is_an_error_naming_the_status_and_quoting_the_page() {
     let addr = local::serve().await;
     let url = format!("http://{addr}/missing");
-    let (err, text) = get(&client().await, url.clone()).await;
+    let (err, text) = get(&client_for(addr).await, url.clone()).await;
     assert!(err);
     assert!(
         text.starts_with(&format!("HTTP 404 Not Found from {url}; the page says:\n")),
@@ -213,7 +172,7 @@ async fn a_404_is_an_error_naming_the_status_and_quoting_the_page() {
 async fn a_500_is_an_error_naming_the_status() {
     let addr = local::serve().await;
     let url = format!("http://{addr}/broken");
-    let (err, text) = get(&client().await, url.clone()).await;
+    let (err, text) = get(&client_for(addr).await, url.clone()).await;
     assert!(err);
     assert_eq!(
         text,
@@ -226,7 +185,7 @@ async fn a_server_that_never_answers_times_out() {
     let addr = local::silent().await;
     let config = FetchConfig {
         timeout: Duration::from_millis(300),
-        ..FetchConfig::default()
+        ..super::client::allowing(&[addr])
     };
     let url = format!("http://{addr}/");
     let (err, text) = get(&client_with(config, 20_000).await, url.clone()).await;
@@ -239,12 +198,12 @@ async fn a_server_that_never_answers_times_out() {
 
 #[tokio::test]
 async fn a_closed_port_is_a_connect_error() {
-    let port = {
+    let addr = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
+        listener.local_addr().unwrap()
     };
-    let url = format!("http://127.0.0.1:{port}/");
-    let (err, text) = get(&client().await, url.clone()).await;
+    let url = format!("http://{addr}/");
+    let (err, text) = get(&client_for(addr).await, url.clone()).await;
     assert!(err);
     assert!(
         text.starts_with(&format!("could not connect to {url}: ")),

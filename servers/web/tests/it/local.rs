@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::Path;
-use axum::http::{StatusCode, header};
+use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 
@@ -29,6 +29,12 @@ async fn redirect_chain(Path(n): Path<u32>) -> Response {
     } else {
         Redirect::to(&format!("/redirect/{}", n - 1)).into_response()
     }
+}
+
+/// `/to?TARGET` answers 302 with `Location: TARGET`, the query as it came.
+async fn redirect_to_query(uri: Uri) -> Response {
+    let target = uri.query().unwrap_or("/").to_string();
+    (StatusCode::FOUND, [(header::LOCATION, target)]).into_response()
 }
 
 /// Starts the app on 127.0.0.1 and returns its address.
@@ -76,6 +82,7 @@ pub async fn serve() -> SocketAddr {
             }),
         )
         .route("/redirect/{n}", get(redirect_chain))
+        .route("/to", get(redirect_to_query))
         .route(
             "/to-file",
             get(|| async { Redirect::to("file:///etc/passwd") }),
