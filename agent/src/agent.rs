@@ -5,23 +5,28 @@
 //! (`completed`, `interrupted`, `used_tools`, `final_text`), three exits
 //! (done, interrupted, iteration limit), and one gate pipeline per call in
 //! [`Agent::execute`]: the tool is known, the policy allows it, the
-//! arguments are a JSON object, then dispatch. Every failure inside a call
-//! becomes an `ERROR: …` result for the model; only a failed model request
-//! ends a run early. After every exit the history is valid: each assistant
-//! `tool_calls` entry is answered by one `tool` message, in call order.
+//! arguments are whole (not cut off by `max_tokens`) and a JSON object,
+//! then dispatch. Every failure inside a call becomes an `ERROR: …` result
+//! for the model; only a failed model request ends a run early. After
+//! every exit the history is valid: each assistant `tool_calls` entry has a
+//! session-unique id, arguments that are one JSON object, and is answered
+//! by one `tool` message, in call order.
 
 use std::panic::AssertUnwindSafe;
 
 use futures::FutureExt;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::history::{assistant_message, system_message, tool_message, user_message};
+use crate::history::{CallIds, assistant_message, system_message, tool_message, user_message};
 use crate::interrupt::Interrupt;
-use crate::llm::{ChatEvent, Client, LlmError, ToolCall};
+use crate::llm::{AssistantTurn, ChatEvent, Client, LlmError, ToolCall};
 use crate::policy::Policy;
 use crate::toolbox::ToolBox;
 use crate::ui::Ui;
 use crate::usage::UsageLedger;
+
+/// How much of the model's invalid argument text its `ERROR:` result quotes.
+const QUOTED_ARGUMENTS: usize = 2000;
 
 /// The default cap on model round trips per run.
 pub const DEFAULT_MAX_ITERATIONS: usize = 40;
@@ -75,6 +80,7 @@ pub struct Agent<T> {
     tools: T,
     config: AgentConfig,
     messages: Vec<Value>,
+    call_ids: CallIds,
     usage: UsageLedger,
     interrupt: Interrupt,
 }
@@ -87,6 +93,7 @@ impl<T: ToolBox> Agent<T> {
             tools,
             config,
             messages: vec![system_message(system_prompt)],
+            call_ids: CallIds::default(),
             usage: UsageLedger::default(),
             interrupt: Interrupt::default(),
         }
@@ -143,10 +150,11 @@ impl<T: ToolBox> Agent<T> {
             iterations += 1;
 
             let mut on_event = |event: ChatEvent<'_>| report(ui, event);
-            let turn = self
+            let mut turn = self
                 .client
                 .chat(&self.messages, self.tools.declarations(), &mut on_event)
                 .await?;
+            self.call_ids.assign(&mut turn.tool_calls);
             ui.turn_end();
             self.usage.record(turn.usage);
             final_text.clone_from(&turn.content);
@@ -158,7 +166,7 @@ impl<T: ToolBox> Agent<T> {
             }
             used_tools = true;
 
-            let results = self.run_tool_calls(&turn.tool_calls).await;
+            let results = self.run_tool_calls(&turn).await;
             for (call, result) in turn.tool_calls.iter().zip(results) {
                 ui.tool_call(call, &result);
                 self.messages.push(tool_message(&call.id, &result));
@@ -191,27 +199,36 @@ impl<T: ToolBox> Agent<T> {
 
     /// Runs the calls of one turn: concurrently when there are several;
     /// results in call order whatever order they finish in.
-    async fn run_tool_calls(&self, calls: &[ToolCall]) -> Vec<String> {
-        match calls {
-            [call] => vec![self.execute_guarded(call).await],
+    async fn run_tool_calls(&self, turn: &AssistantTurn) -> Vec<String> {
+        let calls = &turn.tool_calls;
+        match calls.as_slice() {
+            [call] => vec![self.execute_guarded(call, turn.is_cut_off(0)).await],
             _ => {
-                futures::future::join_all(calls.iter().map(|call| self.execute_guarded(call))).await
+                futures::future::join_all(
+                    calls
+                        .iter()
+                        .enumerate()
+                        .map(|(index, call)| self.execute_guarded(call, turn.is_cut_off(index))),
+                )
+                .await
             }
         }
     }
 
     /// [`Agent::execute`], with a panic turned into an `ERROR:` result.
-    async fn execute_guarded(&self, call: &ToolCall) -> String {
-        AssertUnwindSafe(self.execute(call))
+    async fn execute_guarded(&self, call: &ToolCall, cut_off: bool) -> String {
+        AssertUnwindSafe(self.execute(call, cut_off))
             .catch_unwind()
             .await
             .unwrap_or_else(|_| format!("ERROR: tool `{}` panicked", call.name))
     }
 
     /// The gates, in order: the tool is declared (listing is advertising,
-    /// this is the gate), the policy allows it, the arguments are a JSON
-    /// object; then dispatch. Each refusal is an `ERROR: …` for the model.
-    pub async fn execute(&self, call: &ToolCall) -> String {
+    /// this is the gate), the policy allows it, the arguments are whole
+    /// (`cut_off` says the token budget ended the turn inside this call)
+    /// and one JSON object; then dispatch. Each refusal is an `ERROR: …`
+    /// for the model.
+    pub async fn execute(&self, call: &ToolCall, cut_off: bool) -> String {
         let Some(facts) = self.tools.facts(&call.name) else {
             return format!(
                 "ERROR: unknown tool `{}`; the available tools are: {}",
@@ -222,41 +239,30 @@ impl<T: ToolBox> Agent<T> {
         if let Err(reason) = self.config.policy.check(&call.name, &facts) {
             return format!("ERROR: {reason}");
         }
-        let arguments = match parse_arguments(&call.arguments) {
+        if cut_off {
+            return format!(
+                "ERROR: your call to `{}` was cut off at the max_tokens limit ({} tokens) after {} bytes of arguments, so it was not run; write it in smaller parts, one shorter call at a time",
+                call.name,
+                self.client.settings().body.max_tokens,
+                call.arguments.len()
+            );
+        }
+        let arguments = match call.parse_arguments() {
             Ok(arguments) => arguments,
-            Err(reason) => {
-                return format!(
-                    "ERROR: invalid JSON arguments for `{}`: {reason}; send the arguments as one JSON object",
-                    call.name
-                );
-            }
+            Err(reason) => return invalid_arguments(call, &reason),
         };
         self.tools.call(&call.name, arguments).await
     }
 }
 
-/// Parses the model's argument text: empty means no arguments; anything
-/// else must be a JSON object.
-pub fn parse_arguments(text: &str) -> Result<Map<String, Value>, String> {
-    if text.trim().is_empty() {
-        return Ok(Map::new());
-    }
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(other) => Err(format!("expected an object, got {}", kind(&other))),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
+/// The result for arguments that are not one JSON object. The raw text
+/// appears here only (clamped): the history records `{}` for the call.
+fn invalid_arguments(call: &ToolCall, reason: &str) -> String {
+    format!(
+        "ERROR: invalid JSON arguments for `{}`: {reason}; the call was not run. You sent (the history keeps {{}} instead):\n{}\nResend the call with the arguments as one JSON object",
+        call.name,
+        mcp_tools::clamp::clamp(&call.arguments, QUOTED_ARGUMENTS)
+    )
 }
 
 fn report(ui: &mut dyn Ui, event: ChatEvent<'_>) {
@@ -294,13 +300,23 @@ mod tests {
     }
 
     #[test]
-    fn arguments_must_be_an_object_and_empty_means_none() {
-        assert!(parse_arguments("  ").unwrap().is_empty());
-        assert_eq!(parse_arguments(r#"{"a":1}"#).unwrap()["a"], 1);
-        assert_eq!(
-            parse_arguments("[1]").unwrap_err(),
-            "expected an object, got an array"
+    fn the_invalid_arguments_result_quotes_the_raw_text_clamped() {
+        let call = ToolCall {
+            id: "a".into(),
+            name: "write_file".into(),
+            arguments: format!("{{\"content\": \"{}", "x".repeat(10_000)),
+        };
+        let reason = call.parse_arguments().unwrap_err();
+        let result = invalid_arguments(&call, &reason);
+        assert!(
+            result.starts_with(
+                "ERROR: invalid JSON arguments for `write_file`: the JSON ends too early"
+            ),
+            "{result}"
         );
-        assert!(parse_arguments(r#"{"a":"#).unwrap_err().contains("EOF"));
+        assert!(result.contains("You sent (the history keeps {} instead):\n{\"content\": \"xxx"));
+        assert!(result.contains("more bytes omitted]"), "{result}");
+        assert!(result.len() < QUOTED_ARGUMENTS + 500, "{}", result.len());
+        assert!(result.ends_with("\nResend the call with the arguments as one JSON object"));
     }
 }

@@ -5,13 +5,20 @@
 //!
 //! - an assistant message has `content: null` when the model wrote no text
 //!   (some servers refuse an empty string next to tool calls);
-//! - `tool_calls` is present only when there are calls, and empty
-//!   arguments are written as `"{}"`;
+//! - `tool_calls` is present only when there are calls, and the arguments
+//!   recorded are always one JSON object: `"{}"` when the model sent none,
+//!   and also when what it sent is not a JSON object (invalid, truncated,
+//!   a string, an array, a number). Strict servers (vLLM, llama.cpp)
+//!   answer HTTP 500 to every later request otherwise; the raw text goes
+//!   only into the `ERROR:` result the model reads;
+//! - every tool call id is unique in the session ([`CallIds`]);
 //! - a tool result is exactly `{role: "tool", tool_call_id, content}`.
+
+use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use crate::llm::AssistantTurn;
+use crate::llm::{AssistantTurn, ToolCall};
 
 /// `{role: "system", content}`.
 pub fn system_message(content: &str) -> Value {
@@ -37,11 +44,7 @@ pub fn assistant_message(turn: &AssistantTurn) -> Value {
         .tool_calls
         .iter()
         .map(|call| {
-            let arguments = if call.arguments.trim().is_empty() {
-                "{}"
-            } else {
-                call.arguments.as_str()
-            };
+            let arguments = recorded_arguments(call);
             json!({
                 "id": call.id,
                 "type": "function",
@@ -50,6 +53,43 @@ pub fn assistant_message(turn: &AssistantTurn) -> Value {
         })
         .collect();
     json!({ "role": "assistant", "content": content, "tool_calls": calls })
+}
+
+/// The argument text the history keeps for `call`: the model's own text
+/// when it is one JSON object, `"{}"` otherwise.
+pub fn recorded_arguments(call: &ToolCall) -> &str {
+    match call.parse_arguments() {
+        Ok(_) if !call.arguments.trim().is_empty() => &call.arguments,
+        _ => "{}",
+    }
+}
+
+/// The tool call ids of a session. A call the server sent without an id,
+/// or with one already used in this session (some servers number calls
+/// per turn: `call_0` again on every turn), gets a fresh `nh_call_N` from a
+/// session counter, so every `tool_call_id` names exactly one call.
+#[derive(Debug, Default)]
+pub struct CallIds {
+    used: HashSet<String>,
+    next: u64,
+}
+
+impl CallIds {
+    /// Names the calls of one turn, in place.
+    pub fn assign(&mut self, calls: &mut [ToolCall]) {
+        for call in calls {
+            if call.id.is_empty() || self.used.contains(&call.id) {
+                call.id = loop {
+                    self.next += 1;
+                    let id = format!("nh_call_{}", self.next);
+                    if !self.used.contains(&id) {
+                        break id;
+                    }
+                };
+            }
+            self.used.insert(call.id.clone());
+        }
+    }
 }
 
 /// The tool message answering the call `tool_call_id`.
@@ -82,6 +122,72 @@ mod tests {
                 {"id":"a","type":"function","function":{"name":"read_file","arguments":"{}"}},
                 {"id":"b","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"x\"}"}}
             ]})
+        );
+    }
+
+    #[test]
+    fn arguments_that_are_not_one_json_object_are_recorded_as_braces() {
+        for bad in [
+            r#"{"path": "a.txt""#,
+            r#"{"content": "half a fi"#,
+            "not json",
+            r#""{\"path\":\"x\"}""#,
+            "[1, 2]",
+            "42",
+            "null",
+            r#"{"a":1} trailing"#,
+        ] {
+            let turn = AssistantTurn {
+                tool_calls: vec![call("a", bad)],
+                ..Default::default()
+            };
+            assert_eq!(
+                assistant_message(&turn)["tool_calls"][0]["function"]["arguments"],
+                "{}",
+                "{bad}"
+            );
+        }
+        let good = call("a", " {\"path\": \"x\"} ");
+        assert_eq!(recorded_arguments(&good), good.arguments);
+    }
+
+    #[test]
+    fn call_ids_are_unique_over_a_session_of_several_turns() {
+        let mut ids = CallIds::default();
+        let mut first = vec![call("", "{}"), call("", "{}"), call("call_0", "{}")];
+        ids.assign(&mut first);
+        // The server numbers per turn, repeats ids within a turn, and sends
+        // ids the session counter made or would make.
+        let mut second = vec![
+            call("call_0", "{}"),
+            call("", "{}"),
+            call("x", "{}"),
+            call("x", "{}"),
+            call("nh_call_5", "{}"),
+        ];
+        ids.assign(&mut second);
+        let mut third = vec![call("nh_call_7", "{}"), call("", "{}")];
+        ids.assign(&mut third);
+        let all: Vec<&str> = first
+            .iter()
+            .chain(&second)
+            .chain(&third)
+            .map(|c| c.id.as_str())
+            .collect();
+        assert_eq!(
+            all,
+            [
+                "nh_call_1",
+                "nh_call_2",
+                "call_0",
+                "nh_call_3",
+                "nh_call_4",
+                "x",
+                "nh_call_5",
+                "nh_call_6",
+                "nh_call_7",
+                "nh_call_8"
+            ]
         );
     }
 

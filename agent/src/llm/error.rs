@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::retry::is_retryable_status;
+use super::retry::{is_retryable_status, stream_error_is_retryable};
 
 /// A failed model request. `Display` is one line that names the cause and
 /// what to do about it.
@@ -35,25 +35,35 @@ pub enum LlmError {
     },
     /// The stream carried an error frame after HTTP 200.
     Stream {
-        /// The frame's numeric code, when there is one.
-        code: Option<u16>,
+        /// The frame's `code` as text (`"server_error"`, `"429"`), when set.
+        code: Option<String>,
+        /// The frame's `type` (`"invalid_request_error"`), when set.
+        kind: Option<String>,
         /// The frame's message.
         message: String,
     },
     /// The connection broke while the response was being read.
     Read(String),
+    /// The stream ended with neither `[DONE]` nor a finish reason: the
+    /// turn is incomplete and must not be used.
+    Incomplete,
     /// The response could not be understood.
     Decode(String),
 }
 
 impl LlmError {
     /// Whether another attempt may succeed: 429/500/502/503/504, connection
-    /// failures and broken streams.
+    /// failures, broken or incomplete streams, and error frames whose text
+    /// says the failure is transient (see [`stream_error_is_retryable`]).
     pub fn is_retryable(&self) -> bool {
         match self {
-            LlmError::Connect { .. } | LlmError::Read(_) => true,
+            LlmError::Connect { .. } | LlmError::Read(_) | LlmError::Incomplete => true,
             LlmError::Status { status, .. } => is_retryable_status(*status),
-            LlmError::Stream { code, .. } => code.is_some_and(is_retryable_status),
+            LlmError::Stream {
+                code,
+                kind,
+                message,
+            } => stream_error_is_retryable(code.as_deref(), kind.as_deref(), message),
             LlmError::Decode(_) => false,
         }
     }
@@ -85,12 +95,15 @@ impl LlmError {
         }
     }
 
-    /// Builds a [`LlmError::Stream`] from an error frame.
+    /// Builds a [`LlmError::Stream`] from an error frame. `code` may be a
+    /// string, a number or null; whatever it is, it is kept as text.
     pub fn from_frame(frame: &Value) -> Self {
         let error = &frame["error"];
-        let code = error
-            .get("code")
-            .and_then(|c| c.as_u64().or_else(|| c.as_str()?.parse().ok()));
+        let text_of = |key: &str| match error.get(key) {
+            Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+            Some(Value::Number(n)) => Some(n.to_string()),
+            _ => None,
+        };
         let message = match error {
             Value::String(text) => text.clone(),
             _ => error
@@ -98,8 +111,11 @@ impl LlmError {
                 .and_then(Value::as_str)
                 .map_or_else(|| error.to_string(), str::to_owned),
         };
+        let mut message = message;
+        message.truncate(mcp_tools::clamp::floor_char_boundary(&message, 500));
         LlmError::Stream {
-            code: code.and_then(|c| u16::try_from(c).ok()),
+            code: text_of("code"),
+            kind: text_of("type"),
             message,
         }
     }
@@ -167,28 +183,30 @@ impl fmt::Display for LlmError {
                 )
             }
             LlmError::Stream {
-                code: Some(code),
+                code,
+                kind,
                 message,
             } => {
-                write!(
-                    f,
-                    "the model server failed mid-stream (code {code}): {}",
-                    or_none(message)
-                )
-            }
-            LlmError::Stream {
-                code: None,
-                message,
-            } => {
-                write!(
-                    f,
-                    "the model server failed mid-stream: {}",
-                    or_none(message)
-                )
+                write!(f, "the model server failed mid-stream")?;
+                match (code, kind) {
+                    (Some(code), Some(kind)) => write!(f, " (code {code}, {kind})")?,
+                    (Some(code), None) => write!(f, " (code {code})")?,
+                    (None, Some(kind)) => write!(f, " ({kind})")?,
+                    (None, None) => {}
+                }
+                write!(f, ": {}", or_none(message))?;
+                if !self.is_retryable() {
+                    write!(f, " (not retried: the server refused the request as it is)")?;
+                }
+                Ok(())
             }
             LlmError::Read(reason) => write!(
                 f,
                 "the connection broke while reading the response: {reason}"
+            ),
+            LlmError::Incomplete => write!(
+                f,
+                "the model server's stream ended before the turn was complete (neither a finish_reason nor [DONE] arrived); the connection was probably cut, check the server"
             ),
             LlmError::Decode(reason) => {
                 write!(f, "unexpected response from the model server: {reason}")
@@ -281,17 +299,62 @@ mod tests {
     }
 
     #[test]
-    fn stream_error_frames_keep_their_code() {
+    fn stream_error_frames_keep_their_code_whatever_its_type() {
         let error = LlmError::from_frame(&json!({"error":{"code":503,"message":"overloaded"}}));
         assert_eq!(
             error,
             LlmError::Stream {
-                code: Some(503),
+                code: Some("503".into()),
+                kind: None,
                 message: "overloaded".into()
             }
         );
         assert!(error.is_retryable());
+        let error = LlmError::from_frame(&json!({"error":{
+            "code":"rate_limit_exceeded","type":"requests","message":"Rate limit reached"}}));
+        assert_eq!(
+            error.to_string(),
+            "the model server failed mid-stream (code rate_limit_exceeded, requests): Rate limit reached"
+        );
         assert!(!LlmError::from_frame(&json!({"error":{"message":"bad"}})).is_retryable());
+    }
+
+    #[test]
+    fn stream_error_frames_are_retried_by_their_meaning() {
+        let retryable = [
+            json!({"error":{"code":"server_error","message":"The server had an error while processing your request"}}),
+            json!({"error":{"code":"rate_limit_exceeded","message":"Rate limit reached for requests"}}),
+            json!({"error":{"code":null,"type":"server_error","message":""}}),
+            json!({"error":{"code":null,"message":"Overloaded"}}),
+            json!({"error":{"code":429,"message":"slow down"}}),
+            json!({"error":{"code":500,"message":""}}),
+            json!({"error":{"code":"500","message":"x"}}),
+            json!({"error":{"type":"overloaded_error","message":"Overloaded"}}),
+            json!({"error":{"code":400,"message":"upstream request timed out"}}),
+            json!({"error":"Internal server error"}),
+        ];
+        for frame in retryable {
+            assert!(LlmError::from_frame(&frame).is_retryable(), "{frame}");
+        }
+        let refused = [
+            json!({"error":{"code":400,"message":"context too long"}}),
+            json!({"error":{"code":null,"type":"invalid_request_error","message":"Invalid 'messages[2].tool_calls'"}}),
+            json!({"error":{"code":"context_length_exceeded","message":"This model's maximum context length is 8192 tokens"}}),
+            json!({"error":{"code":500,"message":"the request exceeds the available context size"}}),
+            json!({"error":{"code":429,"type":"insufficient_quota","message":"You exceeded your current quota"}}),
+            json!({"error":{"message":"bad"}}),
+        ];
+        for frame in refused {
+            let error = LlmError::from_frame(&frame);
+            assert!(!error.is_retryable(), "{frame}");
+            assert!(
+                error
+                    .to_string()
+                    .ends_with("(not retried: the server refused the request as it is)"),
+                "{error}"
+            );
+        }
+        assert!(LlmError::Incomplete.is_retryable());
     }
 
     #[test]

@@ -7,9 +7,16 @@
 //! fallback model once. The pieces live in small modules:
 //!
 //! - [`body`]: the request body and why each field is there;
-//! - [`sse`]: server-sent events decoding from raw network reads;
+//! - [`sse`]: server-sent events decoding from raw network reads (LF, CRLF
+//!   or CR line ends, a bounded line buffer);
 //! - [`turn`]: text and tool-call accumulation into an [`AssistantTurn`];
 //! - [`retry`]: which failures are retried and how long to wait;
+//!
+//! A stream is complete when `[DONE]` arrives or, for a server that just
+//! closes the connection, when a chunk carried a `finish_reason`. A stream
+//! that ends with neither is an incomplete turn ([`LlmError::Incomplete`]),
+//! retried like a broken connection: a half-received tool call is never
+//! handed to the loop as if it were whole.
 //! - [`error`]: [`LlmError`], one line per failure for the terminal.
 
 pub mod body;
@@ -240,7 +247,9 @@ impl Client {
                 .await
                 .map_err(|e| LlmError::Read(innermost(&e)))?;
             let frames = match &chunk {
-                Some(bytes) => decoder.push(bytes),
+                Some(bytes) => decoder
+                    .push(bytes)
+                    .map_err(|e| LlmError::Decode(e.to_string()))?,
                 None => decoder.finish(),
             };
             for frame in frames {
@@ -255,8 +264,12 @@ impl Client {
                 }
             }
             if chunk.is_none() {
-                // EOF without `[DONE]` also ends the stream.
-                return Ok(builder.finish(model));
+                // EOF without `[DONE]` ends a stream only when the turn said
+                // it was finished.
+                return match builder.finish_reason() {
+                    Some(_) => Ok(builder.finish(model)),
+                    None => Err(LlmError::Incomplete),
+                };
             }
         }
     }

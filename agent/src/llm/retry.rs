@@ -1,8 +1,10 @@
 //! When to try a model request again, and how long to wait first.
 //!
 //! Only transient failures are retried: HTTP 429, 500, 502, 503 and 504,
-//! connection failures, and a stream that broke or reported one of those
-//! codes mid-way. The wait is `base * 2^(attempt-1)` capped at
+//! connection failures, a stream that broke or ended before the turn was
+//! complete, and a mid-stream error frame whose text means a transient
+//! failure (its `code` may be a string, a number or null, so the words
+//! count, not the field). The wait is `base * 2^(attempt-1)` capped at
 //! [`MAX_DELAY`], unless the server named its own wait in `Retry-After`.
 
 use std::time::{Duration, SystemTime};
@@ -49,6 +51,75 @@ impl RetryPolicy {
 /// Whether an HTTP status is worth retrying: rate limits and transient server errors.
 pub fn is_retryable_status(status: u16) -> bool {
     matches!(status, 429 | 500 | 502 | 503 | 504)
+}
+
+/// Words of a mid-stream error that mean retrying cannot help. They win
+/// over [`TRANSIENT`]: a quota error arrives with code 429.
+const REFUSED: &[&str] = &[
+    "invalid_request",
+    "invalid request",
+    "context length",
+    "context_length",
+    "context window",
+    "context size",
+    "exceed_context",
+    "maximum context",
+    "prompt is too long",
+    "too many tokens",
+    "insufficient_quota",
+    "quota",
+    "billing",
+    "invalid_api_key",
+    "authentication",
+    "unauthorized",
+    "permission",
+    "not_found",
+    "not found",
+    "content_filter",
+    "content filter",
+];
+
+/// Words of a mid-stream error that mean the failure is transient.
+const TRANSIENT: &[&str] = &[
+    "rate limit",
+    "rate_limit",
+    "ratelimit",
+    "too many requests",
+    "overloaded",
+    "server_error",
+    "server error",
+    "internal error",
+    "internal_error",
+    "unavailable",
+    "timeout",
+    "timed out",
+    "try again",
+    "temporarily",
+    "capacity",
+    "busy",
+    "bad gateway",
+];
+
+/// Whether a mid-stream error frame is worth retrying, judged by what it
+/// says: its code, type and message are searched for words of [`REFUSED`]
+/// (no) then [`TRANSIENT`] (yes); failing both, a numeric code counts like
+/// an HTTP status; anything else is not retried.
+pub fn stream_error_is_retryable(code: Option<&str>, kind: Option<&str>, message: &str) -> bool {
+    let text = format!(
+        "{} {} {}",
+        code.unwrap_or_default(),
+        kind.unwrap_or_default(),
+        message
+    )
+    .to_lowercase();
+    if REFUSED.iter().any(|word| text.contains(word)) {
+        return false;
+    }
+    if TRANSIENT.iter().any(|word| text.contains(word)) {
+        return true;
+    }
+    code.and_then(|c| c.trim().parse::<u16>().ok())
+        .is_some_and(is_retryable_status)
 }
 
 /// Parses a `Retry-After` header value: delay seconds (`"2"`, `"1.5"`) or an

@@ -4,9 +4,15 @@
 //! Tool calls are pieced together by `index`: a delta's `id` and
 //! `function.name` are set only when non-empty (servers repeat them, or send
 //! `null` in later deltas), `function.arguments` pieces are appended, and
-//! slots are grown as indexes appear, in any order.
+//! slots are grown as indexes appear, in any order. Some servers send no
+//! `index`: then a delta with an id not seen in this turn starts a new
+//! call, and one without an id continues the last call.
+//!
+//! Ids are not invented here: a call the server sent without an id keeps
+//! an empty one, and the agent, which owns the session, names it (unique
+//! in the whole session, not only in this turn).
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// A tool call the model asked for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -17,6 +23,39 @@ pub struct ToolCall {
     pub name: String,
     /// The raw JSON text of the arguments, as the model wrote it (may be empty or invalid).
     pub arguments: String,
+}
+
+impl ToolCall {
+    /// The arguments as a JSON object: empty text means no arguments;
+    /// anything else must be one JSON object (not a string, an array, a
+    /// number, nor truncated or invalid JSON). The error says what is wrong.
+    pub fn parse_arguments(&self) -> Result<Map<String, Value>, String> {
+        parse_arguments(&self.arguments)
+    }
+}
+
+/// See [`ToolCall::parse_arguments`].
+pub fn parse_arguments(text: &str) -> Result<Map<String, Value>, String> {
+    if text.trim().is_empty() {
+        return Ok(Map::new());
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(other) => Err(format!("expected a JSON object, got {}", kind(&other))),
+        Err(e) if e.is_eof() => Err(format!("the JSON ends too early ({e})")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 /// Token counts of one request, as the server reported them.
@@ -39,6 +78,19 @@ pub struct AssistantTurn {
     pub usage: Option<Usage>,
     /// The model that answered: the configured one, or the fallback.
     pub model: String,
+    /// Why the model stopped (`stop`, `tool_calls`, `length`, …), when the
+    /// server said. `None` only for a stream that ended with `[DONE]` but
+    /// no finish reason.
+    pub finish_reason: Option<String>,
+}
+
+impl AssistantTurn {
+    /// Whether the call at `index` was cut off by the token budget: the turn
+    /// ended with `finish_reason: "length"` and this is its last call, the
+    /// one being written when the budget ran out.
+    pub fn is_cut_off(&self, index: usize) -> bool {
+        self.finish_reason.as_deref() == Some("length") && index + 1 == self.tool_calls.len()
+    }
 }
 
 /// Accumulates stream chunks into an [`AssistantTurn`].
@@ -47,6 +99,7 @@ pub struct TurnBuilder {
     content: String,
     calls: Vec<ToolCall>,
     usage: Option<Usage>,
+    finish_reason: Option<String>,
 }
 
 impl TurnBuilder {
@@ -56,7 +109,11 @@ impl TurnBuilder {
             self.usage = Some(usage);
         }
         // The usage frame has `choices: []`: never index it unguarded.
-        let delta = chunk.get("choices")?.get(0)?.get("delta")?;
+        let choice = chunk.get("choices")?.get(0)?;
+        if let Some(reason) = finish_reason_of(choice) {
+            self.finish_reason = Some(reason);
+        }
+        let delta = choice.get("delta")?;
         accumulate_tool_calls(delta.get("tool_calls"), &mut self.calls);
         let text = delta.get("content")?.as_str().filter(|t| !t.is_empty())?;
         self.content.push_str(text);
@@ -68,6 +125,11 @@ impl TurnBuilder {
         &self.content
     }
 
+    /// The finish reason, once a chunk carried one.
+    pub fn finish_reason(&self) -> Option<&str> {
+        self.finish_reason.as_deref()
+    }
+
     /// The finished turn, answered by `model`.
     pub fn finish(self, model: &str) -> AssistantTurn {
         AssistantTurn {
@@ -75,17 +137,15 @@ impl TurnBuilder {
             tool_calls: finish_calls(self.calls),
             usage: self.usage,
             model: model.to_owned(),
+            finish_reason: self.finish_reason,
         }
     }
 }
 
 /// Reads a whole (non-streaming) chat completion response.
 pub fn turn_from_response(response: &Value, model: &str) -> Result<AssistantTurn, String> {
-    let Some(message) = response
-        .get("choices")
-        .and_then(|c| c.get(0))
-        .and_then(|c| c.get("message"))
-    else {
+    let choice = response.get("choices").and_then(|c| c.get(0));
+    let Some(message) = choice.and_then(|c| c.get("message")) else {
         let mut body = response.to_string();
         body.truncate(mcp_tools::clamp::floor_char_boundary(&body, 300));
         return Err(format!("no choices[0].message in the response: {body}"));
@@ -110,7 +170,16 @@ pub fn turn_from_response(response: &Value, model: &str) -> Result<AssistantTurn
         tool_calls: finish_calls(calls),
         usage: usage_of(response),
         model: model.to_owned(),
+        finish_reason: choice.and_then(finish_reason_of),
     })
+}
+
+fn finish_reason_of(choice: &Value) -> Option<String> {
+    choice
+        .get("finish_reason")
+        .and_then(Value::as_str)
+        .filter(|r| !r.is_empty())
+        .map(str::to_owned)
 }
 
 /// Merges the `tool_calls` array of one delta into `slots`, by `index`.
@@ -119,20 +188,20 @@ pub fn accumulate_tool_calls(deltas: Option<&Value>, slots: &mut Vec<ToolCall>) 
         return;
     };
     for delta in deltas {
-        let index = delta.get("index").and_then(Value::as_u64).unwrap_or(0);
-        // An absurd index must not allocate gigabytes.
-        let Ok(index) = usize::try_from(index.min(1024)) else {
-            continue;
+        let id = delta
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty());
+        let index = match delta.get("index").and_then(Value::as_u64) {
+            // An absurd index must not allocate gigabytes.
+            Some(index) => usize::try_from(index.min(1024)).unwrap_or(1024),
+            None => index_without_index(id, slots),
         };
         if slots.len() <= index {
             slots.resize(index + 1, ToolCall::default());
         }
         let slot = &mut slots[index];
-        if let Some(id) = delta
-            .get("id")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-        {
+        if let Some(id) = id {
             id.clone_into(&mut slot.id);
         }
         let Some(function) = delta.get("function") else {
@@ -154,19 +223,29 @@ pub fn accumulate_tool_calls(deltas: Option<&Value>, slots: &mut Vec<ToolCall>) 
     }
 }
 
-/// Drops slots no delta ever filled (skipped indexes) and gives an id to a
-/// call that came without one, so every call can be answered.
+/// The slot of a delta that has no `index`: the call with the same id; a
+/// new call for an id not seen yet (unless the last call still has none,
+/// then the id is that call's); the last call for a delta without an id.
+fn index_without_index(id: Option<&str>, slots: &[ToolCall]) -> usize {
+    let Some(id) = id else {
+        return slots.len().saturating_sub(1);
+    };
+    if let Some(position) = slots.iter().position(|s| s.id == id) {
+        return position;
+    }
+    match slots.last() {
+        Some(last) if last.id.is_empty() => slots.len() - 1,
+        _ => slots.len(),
+    }
+}
+
+/// Drops slots no delta ever filled (skipped indexes). Calls without an id
+/// keep an empty one: the session names them.
 fn finish_calls(calls: Vec<ToolCall>) -> Vec<ToolCall> {
-    let mut calls: Vec<ToolCall> = calls
+    calls
         .into_iter()
         .filter(|c| *c != ToolCall::default())
-        .collect();
-    for (position, call) in calls.iter_mut().enumerate() {
-        if call.id.is_empty() {
-            call.id = format!("call_{position}");
-        }
-    }
-    calls
+        .collect()
 }
 
 fn usage_of(value: &Value) -> Option<Usage> {
@@ -227,7 +306,7 @@ mod tests {
     }
 
     #[test]
-    fn skipped_indexes_leave_no_empty_call_and_missing_ids_are_filled() {
+    fn skipped_indexes_leave_no_empty_call_and_missing_ids_stay_empty() {
         let mut builder = TurnBuilder::default();
         builder.apply(&chunk_with_calls(
             json!([{"index":2,"function":{"name":"x","arguments":"{}"}}]),
@@ -236,10 +315,102 @@ mod tests {
         assert_eq!(
             calls,
             vec![ToolCall {
-                id: "call_0".into(),
+                id: String::new(),
                 name: "x".into(),
                 arguments: "{}".into()
             }]
+        );
+    }
+
+    #[test]
+    fn deltas_without_index_start_a_call_on_a_new_id_and_continue_it_without_one() {
+        let mut builder = TurnBuilder::default();
+        for delta in [
+            json!([{"id":"a","type":"function","function":{"name":"read_file","arguments":""}}]),
+            json!([{"function":{"arguments":"{\"path\":"}}]),
+            json!([{"function":{"arguments":"\"a.rs\"}"}}]),
+            json!([{"id":"b","type":"function","function":{"name":"list_dir","arguments":"{"}}]),
+            // A server that repeats the id in every delta: still call b.
+            json!([{"id":"b","function":{"name":"list_dir","arguments":"}"}}]),
+            json!([{"function":{"arguments":""}}]),
+        ] {
+            builder.apply(&chunk_with_calls(delta));
+        }
+        let calls: Vec<_> = builder
+            .finish("m")
+            .tool_calls
+            .into_iter()
+            .map(|c| (c.id, c.name, c.arguments))
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("a".into(), "read_file".into(), r#"{"path":"a.rs"}"#.into()),
+                ("b".into(), "list_dir".into(), "{}".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_id_arriving_after_the_name_of_an_index_less_call_names_that_call() {
+        let mut builder = TurnBuilder::default();
+        builder.apply(&chunk_with_calls(
+            json!([{"function":{"name":"x","arguments":"{}"}}]),
+        ));
+        builder.apply(&chunk_with_calls(json!([{"id":"late"}])));
+        let calls = builder.finish("m").tool_calls;
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].id, "late");
+    }
+
+    #[test]
+    fn the_finish_reason_is_kept_and_length_cuts_off_the_last_call_only() {
+        let mut builder = TurnBuilder::default();
+        builder.apply(&chunk_with_calls(
+            json!([{"index":0,"id":"a","function":{"name":"x","arguments":"{}"}},
+                   {"index":1,"id":"b","function":{"name":"write_file","arguments":"{\"content\":\"lo"}}]),
+        ));
+        assert_eq!(builder.finish_reason(), None);
+        builder.apply(&json!({"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}));
+        // A later usage frame does not erase it.
+        builder.apply(&json!({"choices":[],"usage":{"prompt_tokens":1}}));
+        let turn = builder.finish("m");
+        assert_eq!(turn.finish_reason.as_deref(), Some("length"));
+        assert!(!turn.is_cut_off(0));
+        assert!(turn.is_cut_off(1));
+        let stopped = AssistantTurn {
+            finish_reason: Some("tool_calls".into()),
+            ..turn
+        };
+        assert!(!stopped.is_cut_off(1));
+    }
+
+    #[test]
+    fn arguments_must_be_one_object_and_empty_means_none() {
+        assert!(parse_arguments("  ").unwrap().is_empty());
+        assert_eq!(parse_arguments(r#"{"a":1}"#).unwrap()["a"], 1);
+        for (text, error) in [
+            ("[1]", "expected a JSON object, got an array"),
+            (r#""{\"a\":1}""#, "expected a JSON object, got a string"),
+            ("42", "expected a JSON object, got a number"),
+            ("null", "expected a JSON object, got null"),
+        ] {
+            assert_eq!(parse_arguments(text).unwrap_err(), error, "{text}");
+        }
+        assert!(
+            parse_arguments(r#"{"a":"#)
+                .unwrap_err()
+                .starts_with("the JSON ends too early (EOF while parsing")
+        );
+        assert!(
+            parse_arguments("{a: 1}")
+                .unwrap_err()
+                .contains("key must be a string")
+        );
+        assert!(
+            parse_arguments(r#"{"a":1} {"b":2}"#)
+                .unwrap_err()
+                .contains("trailing")
         );
     }
 
@@ -288,6 +459,7 @@ mod tests {
         let turn = turn_from_response(&response, "m").unwrap();
         assert_eq!(turn.content, "");
         assert_eq!(turn.tool_calls[1].arguments, r#"{"path":"a"}"#);
+        assert_eq!(turn.finish_reason, None);
         assert_eq!(
             turn.usage,
             Some(Usage {

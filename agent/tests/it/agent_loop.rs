@@ -46,9 +46,11 @@ async fn every_frame_kind_of_a_real_stream_is_tolerated() {
         "data: {\"choices\":[{\"delta\":{\"content\":\"\"}}]}\n\n",
         "data: {half a frame\n\n",
         "data: {\"choices\":[{\"delta\":{\"content\":\"ok\"}}]}\n\n",
+        "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
         "data: {\"choices\":[],\"usage\":null}\n\n",
     );
-    // No [DONE]: EOF ends the stream. No usage: the ledger says unknown.
+    // No [DONE]: EOF after a finish reason ends the stream. No usage: the
+    // ledger says unknown.
     let mock = MockModel::start(vec![sse_raw(stream).into()]).await;
     let mut agent = agent(settings(&mock), hub(dir.path(), vec![]).await);
     let mut ui = Capture::default();
@@ -155,16 +157,18 @@ async fn invalid_json_arguments_become_an_error_result_and_the_loop_goes_on() {
     assert_requests_valid(&requests);
     let bad = tool_result(requests[1].messages(), "call_bad");
     assert!(
-        bad.starts_with("ERROR: invalid JSON arguments for `read_file`: EOF while parsing"),
+        bad.starts_with(
+            "ERROR: invalid JSON arguments for `read_file`: the JSON ends too early (EOF while parsing"
+        ),
         "{bad}"
     );
     assert!(
-        bad.ends_with("send the arguments as one JSON object"),
+        bad.ends_with("Resend the call with the arguments as one JSON object"),
         "{bad}"
     );
     assert_eq!(
         tool_result(requests[1].messages(), "call_list"),
-        "ERROR: invalid JSON arguments for `list_dir`: expected an object, got an array; send the arguments as one JSON object"
+        "ERROR: invalid JSON arguments for `list_dir`: expected a JSON object, got an array; the call was not run. You sent (the history keeps {} instead):\n[1, 2]\nResend the call with the arguments as one JSON object"
     );
 }
 

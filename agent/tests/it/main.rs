@@ -11,5 +11,13 @@ mod support;
 mod agent_loop;
 /// The `nanohermes` binary: end-to-end runs, exit codes, error lines.
 mod cli;
+/// The history checker of the test support: it must catch what it claims to.
+mod history_checker;
 /// The model client: retries, fallback, non-streaming, text on retry.
 mod model_client;
+/// Model output that must never poison the history: bad or cut-off
+/// arguments, streams cut short, missing and repeated call ids.
+mod model_output;
+/// The stream as servers send it: line ends, cut streams, error frames,
+/// deltas without index.
+mod stream;

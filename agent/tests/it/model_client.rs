@@ -207,7 +207,7 @@ async fn an_error_frame_with_a_non_retryable_code_fails_at_once() {
 
     assert_eq!(
         result.unwrap_err().to_string(),
-        "the model server failed mid-stream (code 400): context too long"
+        "the model server failed mid-stream (code 400): context too long (not retried: the server refused the request as it is)"
     );
     assert_eq!(mock.requests().len(), 1);
     assert_requests_valid(&mock.requests());

@@ -3,11 +3,16 @@
 //!
 //! - the first message is the system prompt, then a user message;
 //! - an assistant message has `content` null or a non-empty string, and
-//!   `tool_calls` only when non-empty, each with an id, `type: function`, a
-//!   name and arguments that parse as JSON (`"{}"` when there were none);
+//!   `tool_calls` only when non-empty, each with an id unique in the whole
+//!   history, `type: function`, a name, and `arguments` that is a string
+//!   holding one JSON object (`"{}"` when there were none; never empty,
+//!   truncated, invalid, an array, a string or a number: strict servers
+//!   answer HTTP 500 to those);
 //! - the assistant's calls are answered right after it by exactly one
 //!   `{role: tool, tool_call_id, content}` each, in call order;
 //! - no other tool message exists.
+
+use std::collections::HashSet;
 
 use serde_json::Value;
 
@@ -25,6 +30,7 @@ pub fn assert_history_valid(messages: &[Value]) {
         Some(&Value::from("user")),
         "second message: {messages:#?}"
     );
+    let mut ids = HashSet::new();
     let mut index = 1;
     while index < messages.len() {
         let message = &messages[index];
@@ -52,18 +58,18 @@ pub fn assert_history_valid(messages: &[Value]) {
                 for (offset, call) in calls.iter().enumerate() {
                     let id = call["id"].as_str().unwrap_or_default();
                     assert!(!id.is_empty(), "message {index}: call {offset} has no id");
+                    assert!(
+                        ids.insert(id.to_owned()),
+                        "message {index}: call id {id} is used twice in the history: {messages:#?}"
+                    );
                     assert_eq!(call["type"], "function", "message {index}: call {offset}");
                     assert!(
                         call["function"]["name"]
                             .as_str()
-                            .is_some_and(|n| !n.is_empty())
+                            .is_some_and(|n| !n.is_empty()),
+                        "message {index}: call {offset} has no name"
                     );
-                    let arguments = call["function"]["arguments"].as_str().unwrap_or_default();
-                    assert!(
-                        serde_json::from_str::<Value>(arguments).is_ok()
-                            || !arguments.trim().is_empty(),
-                        "message {index}: call {offset} has empty arguments (must be \"{{}}\")"
-                    );
+                    assert_arguments_are_an_object(&call["function"]["arguments"], index, offset);
                     let answer = messages.get(index + 1 + offset).unwrap_or_else(|| {
                         panic!("message {index}: call {id} is not answered: {messages:#?}")
                     });
@@ -95,6 +101,22 @@ pub fn assert_history_valid(messages: &[Value]) {
             Some("tool") => panic!("message {index}: tool message answers no call: {messages:#?}"),
             other => panic!("message {index}: unknown role {other:?}"),
         }
+    }
+}
+
+/// `arguments` must be a string that parses as one JSON object.
+fn assert_arguments_are_an_object(arguments: &Value, index: usize, offset: usize) {
+    let Some(text) = arguments.as_str() else {
+        panic!("message {index}: call {offset} has arguments {arguments}, not a string");
+    };
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(_)) => {}
+        Ok(other) => panic!(
+            "message {index}: call {offset} has arguments {text:?}, which is {other:?}, not a JSON object"
+        ),
+        Err(e) => panic!(
+            "message {index}: call {offset} has arguments {text:?}, which is not JSON ({e}); an empty or broken one must be recorded as \"{{}}\""
+        ),
     }
 }
 

@@ -7,6 +7,10 @@
 //! body, or a dropped connection. Every request is recorded (path, headers,
 //! JSON body, arrival time) for assertions. Once the script is spent it
 //! answers HTTP 500 `script exhausted`.
+//!
+//! [`MockModel::start_strict`] behaves like vLLM and llama.cpp: a request
+//! whose history holds tool-call `arguments` that are not one JSON object
+//! gets HTTP 500 (recorded, but no script step is used).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -97,6 +101,16 @@ pub struct MockModel {
 impl MockModel {
     /// Starts serving `script`, one step per request, in order.
     pub async fn start(script: Vec<Step>) -> MockModel {
+        MockModel::serve_script(script, false).await
+    }
+
+    /// Like [`MockModel::start`], but refuses (HTTP 500) any request whose
+    /// history has tool-call arguments that are not one JSON object.
+    pub async fn start_strict(script: Vec<Step>) -> MockModel {
+        MockModel::serve_script(script, true).await
+    }
+
+    async fn serve_script(script: Vec<Step>, strict: bool) -> MockModel {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind the mock model");
@@ -107,7 +121,7 @@ impl MockModel {
         let task = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let (log, script) = (log.clone(), script.clone());
-                tokio::spawn(async move { serve(stream, &log, &script).await });
+                tokio::spawn(async move { serve(stream, &log, &script, strict).await });
             }
         });
         MockModel {
@@ -138,6 +152,7 @@ async fn serve(
     mut stream: TcpStream,
     log: &Mutex<Vec<Recorded>>,
     script: &Mutex<std::vec::IntoIter<Step>>,
+    strict: bool,
 ) {
     let _ = stream.set_nodelay(true);
     let Some((path, headers, body)) = read_request(&mut stream).await else {
@@ -145,11 +160,22 @@ async fn serve(
     };
     let body_len = body.len();
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let refused = strict
+        && !arguments_are_objects(
+            body["messages"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default(),
+        );
     // Take the step and record the request together, so the order of the
     // log is the order of the script.
     let step = {
         let mut log = log.lock().expect("mock log");
-        let step = script.lock().expect("mock script").next();
+        let step = if refused {
+            None
+        } else {
+            script.lock().expect("mock script").next()
+        };
         log.push(Recorded {
             path,
             headers,
@@ -160,6 +186,15 @@ async fn serve(
         step
     };
     let step = step.unwrap_or_else(|| {
+        if refused {
+            // llama.cpp's answer to unparsable arguments in the history.
+            return Reply::Status {
+                code: 500,
+                headers: vec![],
+                body: r#"{"error":{"code":500,"message":"Failed to parse tool call arguments as JSON","type":"server_error"}}"#.into(),
+            }
+            .into();
+        }
         Reply::Status {
             code: 500,
             headers: vec![],
@@ -214,6 +249,23 @@ async fn serve(
     let _ = stream.shutdown().await;
 }
 
+/// Whether every assistant tool call in `messages` has arguments that
+/// parse as one JSON object: what strict servers (vLLM, llama.cpp) check
+/// before they answer.
+pub fn arguments_are_objects(messages: &[Value]) -> bool {
+    messages
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .filter_map(|m| m.get("tool_calls")?.as_array())
+        .flatten()
+        .all(|call| {
+            call["function"]["arguments"]
+                .as_str()
+                .and_then(|text| serde_json::from_str::<Value>(text).ok())
+                .is_some_and(|value| value.is_object())
+        })
+}
+
 async fn read_request(stream: &mut TcpStream) -> Option<(String, Vec<(String, String)>, Vec<u8>)> {
     let mut buffer = Vec::new();
     let mut chunk = [0u8; 8192];
@@ -255,6 +307,17 @@ async fn read_request(stream: &mut TcpStream) -> Option<(String, Vec<(String, St
 /// `data: …\n\n` frames, each written in two pieces split at its middle
 /// byte (so frames, and sometimes UTF-8 characters, span two reads).
 pub fn sse(frames: &[Value]) -> Reply {
+    let Reply::Sse(mut pieces) = sse_without_done(frames) else {
+        unreachable!()
+    };
+    pieces.push(b"data: [DONE]\n\n".to_vec());
+    Reply::Sse(pieces)
+}
+
+/// Like [`sse`] but the stream just ends after the last frame: no
+/// `[DONE]`. With no `finish_reason` among the frames either, it is a
+/// stream cut short.
+pub fn sse_without_done(frames: &[Value]) -> Reply {
     let mut pieces = Vec::new();
     for frame in frames {
         let bytes = format!("data: {frame}\n\n").into_bytes();
@@ -262,7 +325,6 @@ pub fn sse(frames: &[Value]) -> Reply {
         pieces.push(bytes[..middle].to_vec());
         pieces.push(bytes[middle..].to_vec());
     }
-    pieces.push(b"data: [DONE]\n\n".to_vec());
     Reply::Sse(pieces)
 }
 
@@ -271,12 +333,14 @@ pub fn sse_raw(text: &str) -> Reply {
     Reply::Sse(vec![text.as_bytes().to_vec()])
 }
 
-fn chunk(delta: Value, finish: Option<&str>) -> Value {
+/// One chat completion chunk with `delta` and `finish_reason`.
+pub fn chunk(delta: Value, finish: Option<&str>) -> Value {
     json!({"id":"chatcmpl-1","object":"chat.completion.chunk","model":"mock",
            "choices":[{"index":0,"delta":delta,"finish_reason":finish}]})
 }
 
-fn usage_frame() -> Value {
+/// The last frame of a stream asked for usage: `choices: []`.
+pub fn usage_frame() -> Value {
     json!({"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[],
            "usage":{"prompt_tokens":100,"completion_tokens":10,"total_tokens":110}})
 }
@@ -330,13 +394,33 @@ pub fn call_raw<'a>(id: &'a str, name: &'a str, arguments: &str) -> Call<'a> {
 /// A streamed tool-call answer, as OpenAI sends it: per call, a first delta
 /// with index, id, type and name, then one delta per argument piece.
 pub fn tool_calls(calls: &[Call<'_>]) -> Reply {
+    let mut frames = tool_call_frames(calls);
+    frames.push(chunk(json!({}), Some("tool_calls")));
+    frames.push(usage_frame());
+    sse(&frames)
+}
+
+/// Tool calls whose turn ran out of tokens: `finish_reason: "length"`,
+/// so the last call is cut off wherever its argument text stops.
+pub fn tool_calls_cut_off(calls: &[Call<'_>]) -> Reply {
+    let mut frames = tool_call_frames(calls);
+    frames.push(chunk(json!({}), Some("length")));
+    frames.push(usage_frame());
+    sse(&frames)
+}
+
+/// The frames of [`tool_calls`] without the finish and usage frames: the
+/// role frame, then per call a first delta and one per argument piece.
+/// An empty id is left out of the delta, as some servers do.
+pub fn tool_call_frames(calls: &[Call<'_>]) -> Vec<Value> {
     let mut frames = vec![chunk(json!({"role":"assistant","content":null}), None)];
     for (index, call) in calls.iter().enumerate() {
-        frames.push(chunk(
-            json!({"tool_calls":[{"index":index,"id":call.id,"type":"function",
-                                  "function":{"name":call.name,"arguments":""}}]}),
-            None,
-        ));
+        let mut first = json!({"index":index,"type":"function",
+                               "function":{"name":call.name,"arguments":""}});
+        if !call.id.is_empty() {
+            first["id"] = call.id.into();
+        }
+        frames.push(chunk(json!({"tool_calls":[first]}), None));
         for piece in &call.pieces {
             frames.push(chunk(
                 json!({"tool_calls":[{"index":index,"function":{"arguments":piece}}]}),
@@ -344,9 +428,7 @@ pub fn tool_calls(calls: &[Call<'_>]) -> Reply {
             ));
         }
     }
-    frames.push(chunk(json!({}), Some("tool_calls")));
-    frames.push(usage_frame());
-    sse(&frames)
+    frames
 }
 
 /// An error status with an OpenAI-style error body.
