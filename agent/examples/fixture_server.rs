@@ -10,9 +10,17 @@
 //! Flags:
 //! - `--hang`: never answer `initialize` (startup timeout tests);
 //! - `--fail-start`: write a line to stderr and exit 2 before serving;
-//! - `--page-size N`: list tools N at a time (pagination tests).
+//! - `--page-size N`: list tools N at a time (pagination tests);
+//! - `--grandchild`: start `sleep 1000` as a child, in this server's process
+//!   group (like `npx` → `npm exec` → `node`);
+//! - `--setsid-grandchild`: start `setsid sleep 1000`, which leaves the
+//!   group and the session (a daemon);
+//! - `--pid-file PATH`: once serving, write this server's pid and its
+//!   grandchildren's, space-separated, to PATH (tests that run the agent
+//!   find the processes there).
 //!
 //! Tools: `echo`, `slow`, `crash` (exits the process mid-call), `pid`,
+//! `pids` (this server's and its grandchildren's),
 //! `wait_for_file` and `touch` (concurrency without timing),
 //! `env`, `cwd`, `image`, `structured`, `fail`, `odd_schema` (a hand-written
 //! schema with `$ref`s and no root type), `dotted.name` and `dotted_name`
@@ -59,10 +67,22 @@ struct PathArgs {
     path: String,
 }
 
+#[derive(Deserialize, rmcp::schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+struct WaitArgs {
+    /// Absolute path of the marker file.
+    path: String,
+    /// Give up after this many milliseconds (default: never).
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+}
+
 #[derive(Clone)]
 struct Fixture {
     tool_router: ToolRouter<Self>,
     page_size: Option<usize>,
+    /// This server's pid, then its grandchildren's.
+    pids: Arc<Vec<u32>>,
 }
 
 fn odd_schema() -> Arc<JsonObject> {
@@ -82,11 +102,18 @@ fn odd_schema() -> Arc<JsonObject> {
 
 #[tool_router]
 impl Fixture {
-    fn new(page_size: Option<usize>) -> Self {
+    fn new(page_size: Option<usize>, pids: Vec<u32>) -> Self {
         Self {
             tool_router: Self::tool_router(),
             page_size,
+            pids: Arc::new(pids),
         }
+    }
+
+    /// This server's pid, then its grandchildren's, space-separated.
+    #[tool(annotations(read_only_hint = true))]
+    async fn pids(&self) -> String {
+        pid_list(&self.pids)
     }
 
     /// Echo the text back.
@@ -110,10 +137,18 @@ impl Fixture {
     }
 
     /// Wait until the file at `path` exists (checked every 10 ms), then
-    /// answer `seen`. Answers only if another call can run meanwhile.
+    /// answer `seen`. Answers only if another call can run meanwhile. With
+    /// `timeout_ms`, answers `gave up` after that long instead.
     #[tool]
-    async fn wait_for_file(&self, Parameters(args): Parameters<PathArgs>) -> String {
+    async fn wait_for_file(&self, Parameters(args): Parameters<WaitArgs>) -> String {
+        let start = std::time::Instant::now();
         while !std::path::Path::new(&args.path).exists() {
+            if args
+                .timeout_ms
+                .is_some_and(|ms| start.elapsed() >= Duration::from_millis(ms))
+            {
+                return "gave up".to_string();
+            }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         "seen".to_string()
@@ -231,12 +266,30 @@ async fn main() {
         tokio::time::sleep(Duration::from_secs(3600)).await;
         return;
     }
-    let page_size = args
-        .iter()
-        .position(|a| a == "--page-size")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|n| n.parse().ok());
-    match Fixture::new(page_size)
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+    };
+    let page_size = value("--page-size").and_then(|n| n.parse().ok());
+    let mut pids = vec![std::process::id()];
+    // Never waited for: they are meant to outlive this server unless its
+    // owner kills its tree.
+    let mut grandchildren = Vec::new();
+    if args.iter().any(|a| a == "--grandchild") {
+        grandchildren.push(start_grandchild("sleep", &["1000"]));
+    }
+    if args.iter().any(|a| a == "--setsid-grandchild") {
+        grandchildren.push(start_grandchild("setsid", &["sleep", "1000"]));
+    }
+    pids.extend(grandchildren.iter().map(std::process::Child::id));
+    if let Some(path) = value("--pid-file")
+        && let Err(e) = std::fs::write(path, pid_list(&pids))
+    {
+        eprintln!("fixture_server: cannot write {path}: {e}");
+        std::process::exit(1);
+    }
+    match Fixture::new(page_size, pids)
         .serve(rmcp::transport::stdio())
         .await
     {
@@ -245,6 +298,30 @@ async fn main() {
         }
         Err(e) => {
             eprintln!("fixture_server: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn pid_list(pids: &[u32]) -> String {
+    pids.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Starts `program` with its output away from the MCP pipes.
+fn start_grandchild(program: &str, args: &[&str]) -> std::process::Child {
+    match std::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => {
+            eprintln!("fixture_server: cannot start {program}: {e}");
             std::process::exit(1);
         }
     }

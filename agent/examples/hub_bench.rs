@@ -40,6 +40,7 @@ fn config(workspace: PathBuf, external: Vec<ExternalServer>) -> HubConfig {
             .collect(),
         external,
         startup_timeout: Duration::from_secs(10),
+        allow_private_network: false,
     }
 }
 
@@ -92,6 +93,7 @@ async fn main() -> anyhow::Result<()> {
                 command: path.display().to_string(),
                 args: vec![],
                 env: vec![],
+                trusted_annotations: true,
             })
             .collect()
     };

@@ -47,10 +47,19 @@ pub enum Command {
     Tools,
 }
 
-/// The whole program: parse, run, map the outcome to an exit code.
+/// The variable the model's API key is read from; no child ever gets it.
+pub const API_KEY_VAR: &str = "OPENAI_API_KEY";
+
+/// The whole program: parse, run, map the outcome to an exit code. Every
+/// exit path ends every process the agent started
+/// ([`mcp_tools::spawn::kill_all_spawned`]): here after the run, in the
+/// second Ctrl-C's handler, and on SIGTERM or SIGHUP.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
+    // Before anything is spawned: no child may receive the model's key,
+    // whatever policy it is started with.
+    mcp_tools::spawn::withhold(API_KEY_VAR);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -58,8 +67,9 @@ pub fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(e) => return fail(&anyhow::anyhow!("cannot start the async runtime: {e}")),
     };
-    let api_key = std::env::var("OPENAI_API_KEY").ok();
+    let api_key = std::env::var(API_KEY_VAR).ok();
     let outcome = runtime.block_on(async move {
+        watch_terminate();
         match cli.command {
             Command::Run { task } => {
                 let config = Config::resolve(&cli.options, api_key, true)?;
@@ -70,6 +80,9 @@ pub fn main() -> ExitCode {
     });
     // Do not wait for blocking tasks a tool may have left behind.
     runtime.shutdown_background();
+    // The hub shut its servers down; this catches whatever outlived them
+    // (a background task, a daemon an external server left).
+    mcp_tools::spawn::kill_all_spawned();
     outcome.unwrap_or_else(|e| fail(&e))
 }
 
@@ -80,7 +93,9 @@ pub async fn run(config: Config, task: &str) -> anyhow::Result<ExitCode> {
     // Building the TLS client reads the system's certificates: keep it off
     // the path of the server start-up.
     let client = tokio::task::spawn_blocking(move || Client::new(settings));
-    let hub = Hub::start(config.hub).await?;
+    let hub = Hub::start(config.hub)
+        .await?
+        .offer_only(config.agent.policy);
     let client = client.await??;
 
     let mut ui = TerminalUi::default();
@@ -104,8 +119,10 @@ pub async fn run(config: Config, task: &str) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// `nanohermes tools`: the merged tool list, one tool per line.
+/// `nanohermes tools`: the merged tool list, one tool per line: the tools
+/// the model would be offered under the current policy (`--read-only`).
 pub async fn tools(config: Config) -> anyhow::Result<ExitCode> {
+    let policy = config.agent.policy;
     let hub = Hub::start(config.hub).await?;
     let mut ui = TerminalUi::default();
     for warning in hub.warnings() {
@@ -114,6 +131,7 @@ pub async fn tools(config: Config) -> anyhow::Result<ExitCode> {
     let rows: Vec<[&str; 3]> = hub
         .tools()
         .iter()
+        .filter(|t| policy.allows(&t.facts()))
         .map(|t| {
             [
                 t.name.as_str(),
@@ -175,9 +193,30 @@ fn watch_ctrl_c(interrupt: Interrupt) {
             "\nnanohermes: interrupt requested; stopping at the next step boundary (Ctrl-C again to quit now)"
         );
         if next().await {
+            mcp_tools::spawn::kill_all_spawned();
             std::process::exit(i32::from(EXIT_INTERRUPTED));
         }
     });
+}
+
+/// SIGTERM or SIGHUP: end every process the agent started, then exit with
+/// 128 + the signal's number, as a shell reports it.
+fn watch_terminate() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        for (kind, number) in [(SignalKind::terminate(), 15), (SignalKind::hangup(), 1)] {
+            let Ok(mut signals) = signal(kind) else {
+                continue;
+            };
+            tokio::spawn(async move {
+                if signals.recv().await.is_some() {
+                    mcp_tools::spawn::kill_all_spawned();
+                    std::process::exit(128 + number);
+                }
+            });
+        }
+    }
 }
 
 fn init_logging() {

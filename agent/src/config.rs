@@ -60,9 +60,13 @@ pub struct Options {
     #[arg(long, global = true)]
     pub thinking: bool,
 
-    /// Only run tools annotated read-only.
+    /// Only offer and run tools annotated read-only (by a built-in or a server given with --mcp).
     #[arg(long, global = true)]
     pub read_only: bool,
+
+    /// Let web_fetch reach loopback, private and link-local addresses (your intranet, local services).
+    #[arg(long, global = true)]
+    pub allow_private_network: bool,
 
     /// Retries of a failed model request (429/5xx, connection errors).
     #[arg(long, global = true, default_value_t = RetryPolicy::default().max_retries, value_name = "N")]
@@ -153,6 +157,7 @@ impl Config {
             builtins: Builtin::ALL.to_vec(),
             external,
             startup_timeout: STARTUP_TIMEOUT,
+            allow_private_network: options.allow_private_network,
         };
         let policy = if options.read_only {
             Policy::ReadOnly
@@ -174,6 +179,7 @@ impl Config {
 
 /// Parses `--mcp NAME=COMMAND [ARGS...]` with shell-style word splitting, so
 /// arguments may be quoted: `--mcp 'docs=npx -y "@scope/server" --root "my dir"'`.
+/// The user typed it, so they vouch for it: its read-only annotations count.
 pub fn parse_mcp(spec: &str) -> anyhow::Result<ExternalServer> {
     let Some(words) = shlex::split(spec) else {
         bail!("--mcp {spec:?} has unbalanced quotes");
@@ -183,6 +189,7 @@ pub fn parse_mcp(spec: &str) -> anyhow::Result<ExternalServer> {
     };
     let mut server = ExternalServer::parse(first)?;
     server.args = args.to_vec();
+    server.trusted_annotations = true;
     Ok(server)
 }
 
@@ -205,6 +212,16 @@ mod tests {
         assert_eq!(config.model.base_url, DEFAULT_BASE_URL);
         assert_eq!(config.model.model, DEFAULT_MODEL);
         assert_eq!(config.workspace, dir.path().canonicalize().unwrap());
+        assert!(!config.hub.allow_private_network, "off unless asked for");
+    }
+
+    #[test]
+    fn allow_private_network_reaches_the_hub() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().to_str().unwrap();
+        let options = options(&["--workspace", workspace, "--allow-private-network"]);
+        let config = Config::resolve(&options, None, false).unwrap();
+        assert!(config.hub.allow_private_network);
     }
 
     #[test]
@@ -241,6 +258,7 @@ mod tests {
         assert_eq!(server.name, "docs");
         assert_eq!(server.command, "/usr/bin/env");
         assert_eq!(server.args, ["my server", "--flag=a b"]);
+        assert!(server.trusted_annotations, "the user typed it: vouched for");
         assert!(
             parse_mcp("docs=x 'open")
                 .unwrap_err()

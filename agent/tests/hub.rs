@@ -41,6 +41,7 @@ fn fixture(name: &str, args: &[&str]) -> ExternalServer {
         command: fixture_server().display().to_string(),
         args: args.iter().map(|a| a.to_string()).collect(),
         env: vec![("FIXTURE_GREETING".to_string(), "hello from env".to_string())],
+        trusted_annotations: true,
     }
 }
 
@@ -51,6 +52,7 @@ fn config(workspace: &Path, builtins: &[Builtin], external: Vec<ExternalServer>)
         builtins: builtins.to_vec(),
         external,
         startup_timeout: STARTUP,
+        allow_private_network: false,
     }
 }
 
@@ -95,6 +97,45 @@ fn pid_is_alive(pid: &str) -> bool {
         .stderr(std::process::Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
+}
+
+/// Whether `pid` is a process that has not exited (a zombie has).
+fn is_running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // The state follows the parenthesised command name.
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X']))
+    })
+}
+
+/// Waits (up to a generous hang guard) until none of `pids` runs.
+async fn assert_all_end(pids: &[u32]) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while pids.iter().any(|p| is_running(*p)) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still running: {:?}",
+            pids.iter().filter(|p| is_running(**p)).collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The process group of `pid`, from /proc.
+fn pgid_of(pid: u32) -> i32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let (_, rest) = stat.rsplit_once(')').unwrap();
+    // state ppid pgrp ...
+    rest.split_whitespace().nth(2).unwrap().parse().unwrap()
+}
+
+fn pid_list(text: &str) -> Vec<u32> {
+    text.split_whitespace()
+        .map(|p| {
+            p.parse()
+                .unwrap_or_else(|_| panic!("not a pid list: {text}"))
+        })
+        .collect()
 }
 
 #[test]
@@ -453,6 +494,7 @@ async fn a_server_that_fails_to_start_is_a_warning_quoting_its_stderr() {
         command: "/nonexistent/mcp-server".into(),
         args: vec![],
         env: vec![],
+        trusted_annotations: true,
     };
     let hub = start(
         dir.path(),
@@ -589,6 +631,10 @@ fn an_mcp_spec_parses_into_an_external_server() {
     assert!(ExternalServer::parse("no-equals").is_err());
     assert!(ExternalServer::parse("bad.name=x").is_err());
     assert!(ExternalServer::parse("empty=").is_err());
+    assert!(
+        !server.trusted_annotations,
+        "a parsed spec is not vouched for until the caller says so"
+    );
 }
 
 #[tokio::test]
@@ -614,5 +660,176 @@ async fn every_builtin_starts_in_process_with_distinct_tool_names() {
     for tool in hub.tools() {
         assert_eq!(tool.name, tool.raw_name, "built-in names are plain");
     }
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_external_server_leads_its_own_process_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start(dir.path(), &[], vec![fixture("fx", &["--grandchild"])]).await;
+    let pids = pid_list(&hub.call("fx__pids", Map::new()).await);
+    let (server, grandchild) = (pids[0], pids[1]);
+    // A terminal's Ctrl-C goes to the agent's group, not to this one.
+    assert_eq!(pgid_of(server), server as i32, "the server leads its group");
+    assert_ne!(pgid_of(server), nix::unistd::getpgrp().as_raw());
+    assert_eq!(pgid_of(grandchild), server as i32);
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_external_server_gets_the_allow_list_and_its_configured_env_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start(dir.path(), &[], vec![fixture("fx", &[])]).await;
+    let env = async |name: &str| hub.call("fx__env", args(json!({"name": name}))).await;
+    assert_eq!(env("FIXTURE_GREETING").await, "hello from env");
+    assert_eq!(env("PATH").await, std::env::var("PATH").unwrap());
+    // cargo runs tests with CARGO_* variables set; none is on the allow-list.
+    let cargo = std::env::var("CARGO_MANIFEST_DIR");
+    assert!(cargo.is_ok(), "cargo sets CARGO_MANIFEST_DIR for tests");
+    assert_eq!(env("CARGO_MANIFEST_DIR").await, "(unset)");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn shutdown_kills_the_whole_tree_of_an_external_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start(
+        dir.path(),
+        &[],
+        vec![fixture("fx", &["--grandchild", "--setsid-grandchild"])],
+    )
+    .await;
+    let pids = pid_list(&hub.call("fx__pids", Map::new()).await);
+    assert_eq!(pids.len(), 3, "{pids:?}");
+    assert!(pids.iter().all(|p| is_running(*p)), "{pids:?}");
+    assert_ne!(
+        pgid_of(pids[2]),
+        pids[0] as i32,
+        "the setsid one left the group"
+    );
+    hub.shutdown().await;
+    assert_all_end(&pids).await;
+}
+
+#[tokio::test]
+async fn a_restart_kills_the_tree_of_the_dead_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start(
+        dir.path(),
+        &[],
+        vec![fixture("fx", &["--grandchild", "--setsid-grandchild"])],
+    )
+    .await;
+    let old = pid_list(&hub.call("fx__pids", Map::new()).await);
+    let crashed = hub.call("fx__crash", Map::new()).await;
+    assert!(
+        crashed.starts_with("ERROR: server fx is not running"),
+        "{crashed}"
+    );
+    let new = pid_list(&hub.call("fx__pids", Map::new()).await);
+    assert_ne!(new[0], old[0]);
+    // The dead server's grandchildren go with the restart.
+    assert_all_end(&old).await;
+    assert!(new.iter().all(|p| is_running(*p)), "{new:?}");
+    hub.shutdown().await;
+    assert_all_end(&new).await;
+}
+
+#[tokio::test]
+async fn dropping_the_hub_kills_the_tree_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start(
+        dir.path(),
+        &[],
+        vec![fixture("fx", &["--grandchild", "--setsid-grandchild"])],
+    )
+    .await;
+    let pids = pid_list(&hub.call("fx__pids", Map::new()).await);
+    drop(hub);
+    assert_all_end(&pids).await;
+}
+
+#[tokio::test]
+async fn annotations_count_only_for_a_server_the_user_vouches_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut unvouched = fixture("other", &[]);
+    unvouched.trusted_annotations = false;
+    let hub = start(
+        dir.path(),
+        &[Builtin::Files],
+        vec![fixture("fx", &[]), unvouched],
+    )
+    .await;
+    let echo = hub.tool("other__echo").unwrap();
+    assert!(
+        !echo.read_only,
+        "readOnlyHint of an unvouched server is not believed"
+    );
+    assert_eq!(
+        echo.annotations.as_ref().and_then(|a| a.read_only_hint),
+        Some(true),
+        "the claim is kept as given"
+    );
+    assert!(hub.tool("fx__echo").unwrap().read_only);
+    assert!(hub.tool("read_file").unwrap().read_only);
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_read_only_hub_declares_only_read_only_tools() {
+    use nanohermes::policy::Policy;
+    let dir = tempfile::tempdir().unwrap();
+    let mut unvouched = fixture("other", &[]);
+    unvouched.trusted_annotations = false;
+    let hub = start(
+        dir.path(),
+        &[Builtin::Files],
+        vec![fixture("fx", &[]), unvouched],
+    )
+    .await
+    .offer_only(Policy::ReadOnly);
+    let declared: Vec<&str> = hub
+        .declarations()
+        .iter()
+        .map(|d| d["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        declared.contains(&"read_file") && declared.contains(&"fx__echo"),
+        "{declared:?}"
+    );
+    for withheld in ["write_file", "fx__touch", "fx__crash", "other__echo"] {
+        assert!(
+            !declared.contains(&withheld),
+            "{withheld} offered: {declared:?}"
+        );
+        // Still known, so the policy's gate can say why it is refused.
+        assert!(hub.tool(withheld).is_some(), "{withheld}");
+    }
+    let all = start(dir.path(), &[Builtin::Files], vec![]).await;
+    assert_eq!(all.declarations().len(), all.tools().len());
+    hub.shutdown().await;
+    all.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_hub_timeout_sits_above_every_builtin_maximum() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start(
+        dir.path(),
+        &[Builtin::Shell, Builtin::Git, Builtin::Files],
+        vec![fixture("fx", &[])],
+    )
+    .await;
+    // run_command allows up to 600 s: the hub must not cut it first.
+    let shell = hub.call_timeout("shell").unwrap();
+    assert!(
+        shell > Duration::from_secs(nanohermes_shell::MAX_TIMEOUT_SECS),
+        "{shell:?}"
+    );
+    assert!(hub.call_timeout("git").unwrap() > nanohermes_git::runner::COMMAND_TIMEOUT);
+    assert_eq!(
+        hub.call_timeout("fx"),
+        Some(nanohermes::hub::DEFAULT_CALL_TIMEOUT)
+    );
     hub.shutdown().await;
 }

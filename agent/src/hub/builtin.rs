@@ -7,6 +7,7 @@
 //! `Builtin::spec`.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use futures::future::BoxFuture;
@@ -35,8 +36,26 @@ pub enum Builtin {
     Web,
 }
 
+/// Settings of the built-ins beyond their workspace, from the command line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BuiltinOptions {
+    /// `web_fetch` may reach loopback, private and link-local addresses
+    /// (`--allow-private-network`).
+    pub allow_private_network: bool,
+}
+
+impl BuiltinOptions {
+    /// The web server's limits with these options.
+    fn fetch_config(self) -> nanohermes_web::FetchConfig {
+        nanohermes_web::FetchConfig {
+            allow_private_network: self.allow_private_network,
+            ..nanohermes_web::FetchConfig::default()
+        }
+    }
+}
+
 /// Starts one built-in server in-process and returns the connected client.
-type Connect = fn(ToolContext) -> BoxFuture<'static, anyhow::Result<Client>>;
+type Connect = fn(ToolContext, BuiltinOptions) -> BoxFuture<'static, anyhow::Result<Client>>;
 
 impl Builtin {
     /// Every built-in server, in the order their tools are listed.
@@ -55,6 +74,24 @@ impl Builtin {
         self.spec().0
     }
 
+    /// The longest a call to this server's tools can take before the tool
+    /// stops itself (with an answer that says so), or `None` when its tools
+    /// have no such bound. The hub's own timeout sits above it
+    /// ([`super::call_timeout_over`]).
+    pub fn max_call_time(self) -> Option<Duration> {
+        match self {
+            // run_command's longest timeout, then the grace it gives the
+            // killed group's output to drain.
+            Builtin::Shell => Some(
+                Duration::from_secs(nanohermes_shell::MAX_TIMEOUT_SECS)
+                    + nanohermes_shell::run::DRAIN_GRACE,
+            ),
+            Builtin::Git => Some(nanohermes_git::runner::COMMAND_TIMEOUT),
+            Builtin::Web => Some(BuiltinOptions::default().fetch_config().timeout),
+            Builtin::Files | Builtin::Grep | Builtin::Memory | Builtin::Todo => None,
+        }
+    }
+
     /// Looks a built-in up by [`name`](Self::name).
     pub fn from_name(name: &str) -> Option<Builtin> {
         Self::ALL.iter().copied().find(|b| b.name() == name)
@@ -63,29 +100,30 @@ impl Builtin {
     /// Name and in-process constructor: the one place a new server is added.
     fn spec(self) -> (&'static str, Connect) {
         match self {
-            Builtin::Files => ("files", |ctx| {
+            Builtin::Files => ("files", |ctx, _| {
                 Box::pin(connect(nanohermes_files::FilesServer::new(ctx)))
             }),
-            Builtin::Grep => ("grep", |ctx| {
+            Builtin::Grep => ("grep", |ctx, _| {
                 Box::pin(connect(nanohermes_grep::GrepServer::new(ctx)))
             }),
-            Builtin::Shell => ("shell", |ctx| {
+            Builtin::Shell => ("shell", |ctx, _| {
                 Box::pin(connect(nanohermes_shell::ShellServer::new(ctx)))
             }),
-            Builtin::Git => ("git", |ctx| {
+            Builtin::Git => ("git", |ctx, _| {
                 Box::pin(connect(nanohermes_git::GitServer::new(ctx)))
             }),
-            Builtin::Memory => ("memory", |ctx| Box::pin(connect_memory(ctx))),
-            Builtin::Todo => ("todo", |_| {
+            Builtin::Memory => ("memory", |ctx, _| Box::pin(connect_memory(ctx))),
+            Builtin::Todo => ("todo", |_, _| {
                 let store = nanohermes_todo::Store::in_memory();
                 Box::pin(connect(nanohermes_todo::TodoServer::new(store)))
             }),
-            Builtin::Web => ("web", |ctx| {
+            Builtin::Web => ("web", |ctx, options| {
                 Box::pin(async move {
                     // Building the HTTP client reads the system's certificates.
-                    let server =
-                        tokio::task::spawn_blocking(move || nanohermes_web::WebServer::new(ctx))
-                            .await??;
+                    let server = tokio::task::spawn_blocking(move || {
+                        nanohermes_web::WebServer::with_config(ctx, options.fetch_config())
+                    })
+                    .await??;
                     connect(server).await
                 })
             }),
@@ -93,8 +131,12 @@ impl Builtin {
     }
 
     /// Starts the server in-process, confined to `ctx`'s workspace.
-    pub(crate) fn connect(self, ctx: ToolContext) -> BoxFuture<'static, anyhow::Result<Client>> {
-        (self.spec().1)(ctx)
+    pub(crate) fn connect(
+        self,
+        ctx: ToolContext,
+        options: BuiltinOptions,
+    ) -> BoxFuture<'static, anyhow::Result<Client>> {
+        (self.spec().1)(ctx, options)
     }
 }
 

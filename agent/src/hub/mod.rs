@@ -28,16 +28,30 @@
 //!   Rust-type formats), since every request carries every declaration.
 //! - **Calls never fail.** Every problem is a string starting with `ERROR: `:
 //!   an unknown tool (with the list of available ones), a tool error
-//!   (`isError`), a JSON-RPC error, a timeout (`timed out after`, default
-//!   [`DEFAULT_CALL_TIMEOUT`]; the call is cancelled on the server), or a
-//!   dead server. Results are rendered by [`result::render`] and clamped to
-//!   `max_output`.
+//!   (`isError`), a JSON-RPC error, a timeout (`timed out after`; the call
+//!   is cancelled on the server), or a dead server. Results are rendered by
+//!   [`result::render`] and clamped to `max_output`.
+//! - **Timeouts sit above the servers' own.** A built-in whose tools stop
+//!   themselves ([`Builtin::max_call_time`]: `run_command` after at most
+//!   600 s, git after 600 s, `web_fetch` after its fetch timeout) gets
+//!   [`call_timeout_over`] that maximum, so a 600 s `run_command` reports
+//!   its own timeout with its output; every other server gets
+//!   [`DEFAULT_CALL_TIMEOUT`].
+//! - **Trust.** A tool is read-only for the policy only when its server
+//!   says so (`readOnlyHint`) and the server is trusted: a built-in, or an
+//!   external server the user vouches for
+//!   ([`ExternalServer::trusted_annotations`], true for `--mcp`). Any other
+//!   server's tools count as not read-only, whatever they claim.
+//! - **Offered tools.** [`Hub::offer_only`] narrows the declarations to what
+//!   a policy allows; the policy still gates every call.
 //! - **Dead servers.** The call during which a server dies returns
 //!   `ERROR: server NAME is not running (REASON); it will be restarted on the
 //!   next call`. The next call restarts it (once in the hub's life) and goes
 //!   through. After a second death every call returns `ERROR: server NAME is
 //!   not running (REASON); it was already restarted once and stays down`.
-//!   Other servers are not affected.
+//!   Other servers are not affected. Each connection has a generation: a
+//!   failure that arrives from an old connection after the restart never
+//!   marks the new one down (its call says the server was restarted since).
 //! - **No call waits for another.** Calls take no lock across an await;
 //!   calls to one server are multiplexed on its connection, calls to
 //!   different servers run in parallel. Only a restart serialises, and only
@@ -45,8 +59,15 @@
 //! - **A child's stderr never reaches stdout.** It is piped, logged through
 //!   `tracing` (info level, with the server name), and its last line is quoted
 //!   when the server fails.
+//! - **Children.** An external server is started through the kit's spawn
+//!   policy ([`mcp_tools::spawn`]): it leads its own process group (a
+//!   terminal's Ctrl-C reaches only the agent), its environment is the
+//!   allow-list plus the variables configured for it (never the model's
+//!   key), and its whole tree (`npx` → `npm exec` → `node`, daemons that
+//!   called `setsid`) is killed when it is shut down, restarted, or the agent
+//!   exits.
 //! - [`Hub::shutdown`] closes every connection; children get EOF on stdin,
-//!   then SIGTERM, then SIGKILL.
+//!   then SIGTERM, then SIGKILL, then the rest of their tree is killed.
 
 mod builtin;
 pub mod compact;
@@ -65,15 +86,34 @@ use mcp_tools::{ToolContext, Workspace};
 use rmcp::model::{Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
 
-pub use builtin::Builtin;
+use crate::policy::Policy;
+use crate::toolbox::ToolFacts;
+
+pub use builtin::{Builtin, BuiltinOptions};
 pub use server::MAX_RESTARTS;
 
 use names::NameTable;
 use server::{Launch, Server};
 
-/// How long a tool call may take before it is cancelled and answered with
-/// `ERROR: ... timed out`.
+/// How long a tool call to a server without a known maximum (an external
+/// server, a built-in without long-running tools) may take before it is
+/// cancelled and answered with `ERROR: ... timed out`.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How far the hub's timeout sits above a server's own maximum, so the
+/// server's own timeout fires first and its answer (which says what was
+/// killed, with the output so far) reaches the model, not the hub's.
+pub const CALL_TIMEOUT_MARGIN: Duration = Duration::from_secs(60);
+
+/// The hub's call timeout for a server whose tools stop themselves after at
+/// most `own_max`: above it by [`CALL_TIMEOUT_MARGIN`], and never below
+/// [`DEFAULT_CALL_TIMEOUT`].
+pub fn call_timeout_over(own_max: Option<Duration>) -> Duration {
+    match own_max {
+        Some(max) => (max + CALL_TIMEOUT_MARGIN).max(DEFAULT_CALL_TIMEOUT),
+        None => DEFAULT_CALL_TIMEOUT,
+    }
+}
 
 /// At most this many names are listed in the unknown-tool error.
 const LISTED_NAMES: usize = 40;
@@ -92,6 +132,9 @@ pub struct HubConfig {
     pub external: Vec<ExternalServer>,
     /// How long each server has to start and list its tools.
     pub startup_timeout: Duration,
+    /// `web_fetch` may reach loopback, private and link-local addresses
+    /// (`--allow-private-network`; default false).
+    pub allow_private_network: bool,
 }
 
 /// An external MCP server run as a child process over stdio
@@ -105,12 +148,21 @@ pub struct ExternalServer {
     pub command: String,
     /// Its arguments.
     pub args: Vec<String>,
-    /// Variables set on top of the agent's environment.
+    /// The variables the user configured for this server. The child gets
+    /// these and the allow-list of [`mcp_tools::spawn::EnvPolicy::AllowList`]
+    /// (HOME, PATH, LANG, ...), nothing else from the agent's environment.
     pub env: Vec<(String, String)>,
+    /// Whether the user vouches for this server, so its `readOnlyHint`
+    /// annotations are believed. Servers given with `--mcp` are (the user
+    /// typed them); a server from anywhere else (a project's config, once
+    /// there is one) is not, and all its tools count as not read-only.
+    pub trusted_annotations: bool,
 }
 
 impl ExternalServer {
     /// Parses `NAME=COMMAND [ARGS...]`, split on whitespace (no quoting).
+    /// The result is not trusted: the caller decides whether the user
+    /// vouched for it ([`ExternalServer::trusted_annotations`]).
     pub fn parse(spec: &str) -> anyhow::Result<ExternalServer> {
         let mut words = spec.split_whitespace();
         let first = words.next().unwrap_or_default();
@@ -128,6 +180,7 @@ impl ExternalServer {
             command: command.to_string(),
             args: words.map(str::to_string).collect(),
             env: Vec::new(),
+            trusted_annotations: false,
         })
     }
 }
@@ -143,24 +196,46 @@ pub struct ToolInfo {
     pub raw_name: String,
     /// The tool's description (empty when the server gave none).
     pub description: String,
-    /// Whether the server annotates it `readOnlyHint: true`. A hint: trust
-    /// it only for trusted servers.
+    /// Whether the tool counts as read-only: its server annotates it
+    /// `readOnlyHint: true` and the server is trusted (a built-in, or an
+    /// external server with [`ExternalServer::trusted_annotations`]).
     pub read_only: bool,
     /// The server's annotations, as given.
     pub annotations: Option<ToolAnnotations>,
+}
+
+impl ToolInfo {
+    /// What the permission gate knows about it.
+    pub fn facts(&self) -> ToolFacts {
+        ToolFacts {
+            read_only: self.read_only,
+        }
+    }
 }
 
 /// The running servers and their merged tools. `Send + Sync`: share it as
 /// `Arc<Hub>`.
 pub struct Hub {
     servers: Vec<Server>,
+    /// Per server, in `servers` order.
+    call_timeouts: Vec<Duration>,
     tools: Vec<ToolInfo>,
     declarations: Vec<Value>,
     /// Model name → (index in `tools`, index in `servers`).
     by_name: HashMap<String, (usize, usize)>,
     warnings: Vec<String>,
     max_output: usize,
+}
+
+/// One server to start, before it has started.
+struct Planned {
+    name: String,
+    /// Its tools are named `NAME__TOOL`.
+    prefixed: bool,
+    /// Its read-only annotations are believed.
+    trusted: bool,
     call_timeout: Duration,
+    launch: Launch,
 }
 
 impl Hub {
@@ -174,13 +249,18 @@ impl Hub {
             workspace,
             max_output: config.max_output,
         };
-        let mut launches: Vec<(String, bool, Launch)> = Vec::new();
+        let options = BuiltinOptions {
+            allow_private_network: config.allow_private_network,
+        };
+        let mut launches: Vec<Planned> = Vec::new();
         for builtin in &config.builtins {
-            launches.push((
-                builtin.name().to_string(),
-                false,
-                Launch::Builtin(*builtin, ctx.clone()),
-            ));
+            launches.push(Planned {
+                name: builtin.name().to_string(),
+                prefixed: false,
+                trusted: true,
+                call_timeout: call_timeout_over(builtin.max_call_time()),
+                launch: Launch::Builtin(*builtin, ctx.clone(), options),
+            });
         }
         for external in &config.external {
             if !names::is_valid_server_name(&external.name) {
@@ -189,56 +269,63 @@ impl Hub {
                     external.name
                 );
             }
-            launches.push((
-                external.name.clone(),
-                true,
-                Launch::External(external.clone(), config.workspace.clone()),
-            ));
+            launches.push(Planned {
+                name: external.name.clone(),
+                prefixed: true,
+                trusted: external.trusted_annotations,
+                call_timeout: DEFAULT_CALL_TIMEOUT,
+                launch: Launch::External(external.clone(), config.workspace.clone()),
+            });
         }
-        for (i, (name, _, _)) in launches.iter().enumerate() {
-            if launches[..i].iter().any(|(other, _, _)| other == name) {
-                bail!("two MCP servers are named {name:?}; give each a unique name");
+        for (i, planned) in launches.iter().enumerate() {
+            if launches[..i].iter().any(|other| other.name == planned.name) {
+                bail!(
+                    "two MCP servers are named {:?}; give each a unique name",
+                    planned.name
+                );
             }
         }
 
-        let started = join_all(
-            launches
-                .into_iter()
-                .map(|(name, external, launch)| async move {
-                    (
-                        external,
-                        Server::start(name, launch, config.startup_timeout).await,
-                    )
-                }),
-        )
+        let started = join_all(launches.into_iter().map(|planned| async move {
+            let outcome =
+                Server::start(planned.name.clone(), planned.launch, config.startup_timeout).await;
+            (
+                planned.prefixed,
+                planned.trusted,
+                planned.call_timeout,
+                outcome,
+            )
+        }))
         .await;
 
         let mut hub = Hub {
             servers: Vec::new(),
+            call_timeouts: Vec::new(),
             tools: Vec::new(),
             declarations: Vec::new(),
             by_name: HashMap::new(),
             warnings: Vec::new(),
             max_output: config.max_output,
-            call_timeout: DEFAULT_CALL_TIMEOUT,
         };
         let mut table = NameTable::default();
-        for (external, outcome) in started {
+        for (prefixed, trusted, call_timeout, outcome) in started {
             match outcome {
                 Ok((server, mut tools)) => {
                     tools.sort_by(|a, b| a.name.cmp(&b.name));
                     let server_idx = hub.servers.len();
-                    let prefix = external.then(|| server.name().to_string());
+                    let prefix = prefixed.then(|| server.name().to_string());
                     for tool in &tools {
                         hub.add_tool(
                             &mut table,
                             server.name(),
                             prefix.as_deref(),
+                            trusted,
                             tool,
                             server_idx,
                         );
                     }
                     hub.servers.push(server);
+                    hub.call_timeouts.push(call_timeout);
                 }
                 Err(warning) => hub.warn(warning),
             }
@@ -246,10 +333,33 @@ impl Hub {
         Ok(hub)
     }
 
-    /// Sets the per-call timeout (default [`DEFAULT_CALL_TIMEOUT`]).
-    pub fn with_call_timeout(mut self, timeout: Duration) -> Hub {
-        self.call_timeout = timeout;
+    /// Declares only the tools `policy` allows: the model is offered what it
+    /// may run (listing advertises), and the policy still gates every call
+    /// (execution gates), so a call to a withheld tool is refused with the
+    /// policy's reason rather than "unknown tool".
+    pub fn offer_only(mut self, policy: Policy) -> Hub {
+        let offered: Vec<Value> = self
+            .tools
+            .iter()
+            .zip(std::mem::take(&mut self.declarations))
+            .filter(|(tool, _)| policy.allows(&tool.facts()))
+            .map(|(_, declaration)| declaration)
+            .collect();
+        self.declarations = offered;
         self
+    }
+
+    /// Sets one per-call timeout for every server, instead of
+    /// the per-server ones of [`call_timeout_over`] (tests use a short one).
+    pub fn with_call_timeout(mut self, timeout: Duration) -> Hub {
+        self.call_timeouts.iter_mut().for_each(|t| *t = timeout);
+        self
+    }
+
+    /// The call timeout of server `name`, if it is running.
+    pub fn call_timeout(&self, name: &str) -> Option<Duration> {
+        let i = self.servers.iter().position(|s| s.name() == name)?;
+        Some(self.call_timeouts[i])
     }
 
     /// Every tool, in the fixed order described in the module docs.
@@ -257,8 +367,10 @@ impl Hub {
         &self.tools
     }
 
-    /// The OpenAI `tools` array entries, one per tool, in [`tools`](Self::tools)
-    /// order: `{"type":"function","function":{name,description,parameters}}`.
+    /// The OpenAI `tools` array entries, one per offered tool, in
+    /// [`tools`](Self::tools) order:
+    /// `{"type":"function","function":{name,description,parameters}}`.
+    /// Every tool unless [`offer_only`](Self::offer_only) narrowed them.
     pub fn declarations(&self) -> &[Value] {
         &self.declarations
     }
@@ -290,7 +402,12 @@ impl Hub {
         };
         let raw_name = &self.tools[*tool].raw_name;
         self.servers[*server]
-            .call(raw_name, arguments, self.call_timeout, self.max_output)
+            .call(
+                raw_name,
+                arguments,
+                self.call_timeouts[*server],
+                self.max_output,
+            )
             .await
     }
 
@@ -304,6 +421,7 @@ impl Hub {
         table: &mut NameTable,
         server: &str,
         prefix: Option<&str>,
+        trusted: bool,
         tool: &Tool,
         server_idx: usize,
     ) {
@@ -340,11 +458,14 @@ impl Hub {
             server: server.to_string(),
             raw_name,
             description,
-            read_only: tool
-                .annotations
-                .as_ref()
-                .and_then(|a| a.read_only_hint)
-                .unwrap_or(false),
+            // An annotation is the server's claim; only a server the user
+            // vouches for is believed.
+            read_only: trusted
+                && tool
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.read_only_hint)
+                    .unwrap_or(false),
             annotations: tool.annotations.clone(),
         });
     }
@@ -376,5 +497,24 @@ impl Hub {
             "ERROR: unknown tool {name}; available tools: {}{more}",
             listed.join(", ")
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hub_timeout_of_every_builtin_sits_above_its_own_maximum() {
+        for builtin in Builtin::ALL {
+            if let Some(own) = builtin.max_call_time() {
+                assert!(call_timeout_over(Some(own)) > own, "{}", builtin.name());
+            }
+        }
+        // A 600 s run_command must report its own timeout, not the hub's.
+        let shell = Builtin::Shell.max_call_time().unwrap();
+        assert!(shell >= Duration::from_secs(600), "{shell:?}");
+        assert!(call_timeout_over(Some(shell)) >= shell + CALL_TIMEOUT_MARGIN);
+        assert_eq!(call_timeout_over(None), DEFAULT_CALL_TIMEOUT);
     }
 }

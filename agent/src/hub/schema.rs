@@ -19,7 +19,13 @@
 //!   offered, and a property is required when `allOf` requires it or every
 //!   `anyOf`/`oneOf` variant does; `not` and `enum` at the root are dropped;
 //! - a root that is not an object schema is replaced by an empty object
-//!   schema and reported.
+//!   schema and reported;
+//! - a schema whose rewrite would exceed [`MAX_SCHEMA_NODES`] (a hostile
+//!   server can make `$ref` expansion exponential: each definition
+//!   referencing the next several times) is replaced, as a whole, by a
+//!   permissive object schema whose `description` says so, and reported.
+//!   The walk stops as soon as the budget is spent, so the cost is bounded
+//!   whatever the input.
 //!
 //! Only schema positions are rewritten: `enum`, `const`, `default` and
 //! `examples` values, and the keys of `properties`, are data and stay as they
@@ -35,6 +41,11 @@ pub const MAX_REF_DEPTH: usize = 8;
 /// How deep schemas may nest before the rest is replaced by `{}`; protects
 /// the walk from a hostile schema.
 const MAX_NESTING: usize = 64;
+
+/// How many schema nodes (and data values inside them) one rewritten schema
+/// may hold. A real tool's schema has tens to hundreds; past this the input
+/// is treated as hostile or broken and replaced by [`too_large`].
+pub const MAX_SCHEMA_NODES: usize = 10_000;
 
 /// Keywords that never reach the provider.
 const DROPPED: &[&str] = &["$schema", "$id", "$comment", "$defs", "definitions"];
@@ -58,11 +69,31 @@ pub fn sanitize(input: &Map<String, Value>) -> Sanitized {
         root: &root,
         ref_stack: Vec::new(),
         problems: Vec::new(),
+        nodes: 0,
     };
     let schema = walker.schema(&root, 0);
+    if walker.over_budget() {
+        return Sanitized {
+            schema: too_large(),
+            problems: vec![format!(
+                "input schema expands to more than {MAX_SCHEMA_NODES} nodes (too many or too deeply nested $refs); declared as any object"
+            )],
+        };
+    }
     let mut problems = walker.problems;
     let schema = fix_root(schema, &mut problems);
     Sanitized { schema, problems }
+}
+
+/// What a schema over the node budget is declared as: any object, with a
+/// note for the model, since the server still checks the arguments.
+fn too_large() -> Value {
+    json!({
+        "type": "object",
+        "properties": {},
+        "additionalProperties": true,
+        "description": "This tool's input schema was too large to declare; pass the arguments its description names as one JSON object"
+    })
 }
 
 fn fix_root(schema: Value, problems: &mut Vec<String>) -> Value {
@@ -182,11 +213,27 @@ struct Walker<'a> {
     root: &'a Value,
     ref_stack: Vec<String>,
     problems: Vec<String>,
+    /// Nodes written so far, against [`MAX_SCHEMA_NODES`].
+    nodes: usize,
 }
 
 impl Walker<'_> {
+    /// Counts `weight` more nodes of output; false once over the budget.
+    fn spend(&mut self, weight: usize) -> bool {
+        self.nodes = self.nodes.saturating_add(weight);
+        !self.over_budget()
+    }
+
+    fn over_budget(&self) -> bool {
+        self.nodes > MAX_SCHEMA_NODES
+    }
+
     /// Rewrites one schema (an object or a boolean schema).
     fn schema(&mut self, schema: &Value, depth: usize) -> Value {
+        // Once over budget the result is thrown away: stop working at once.
+        if !self.spend(1) {
+            return json!({});
+        }
         if depth > MAX_NESTING {
             self.problems.push(format!(
                 "schema nested deeper than {MAX_NESTING} levels; cut to {{}}"
@@ -250,7 +297,10 @@ impl Walker<'_> {
             | "else"
             | "contains"
             | "propertyNames" => self.schema(value, depth + 1),
-            _ => value.clone(),
+            // Data is copied as it is, but a copy per expansion of a `$ref`
+            // counts too.
+            _ if self.spend(weight(value)) => value.clone(),
+            _ => Value::Null,
         }
     }
 
@@ -274,6 +324,15 @@ impl Walker<'_> {
         let expanded = self.schema(target, depth + 1);
         self.ref_stack.pop();
         expanded
+    }
+}
+
+/// How many JSON values `value` holds, itself included.
+fn weight(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(weight).sum::<usize>(),
+        Value::Object(map) => 1 + map.values().map(weight).sum::<usize>(),
+        _ => 1,
     }
 }
 
@@ -565,6 +624,73 @@ mod tests {
                 "required": ["a", "b"]
             }),
         );
+    }
+
+    /// Definition `D{i}` refers to `D{i+1}` `fan_out` times, `levels` deep.
+    fn ref_bomb(levels: usize, fan_out: usize) -> Value {
+        let mut defs = Map::new();
+        for i in 0..levels {
+            let properties: Map<String, Value> = (0..fan_out)
+                .map(|k| {
+                    (
+                        format!("p{k}"),
+                        json!({"$ref": format!("#/$defs/D{}", i + 1), "description": "x".repeat(20)}),
+                    )
+                })
+                .collect();
+            defs.insert(
+                format!("D{i}"),
+                json!({"type": "object", "properties": properties, "enum": [[1, 2, 3], [4, 5, 6]]}),
+            );
+        }
+        defs.insert(format!("D{levels}"), json!({"type": "string"}));
+        json!({"type": "object", "properties": {"root": {"$ref": "#/$defs/D0"}}, "$defs": defs})
+    }
+
+    fn nodes(value: &Value) -> usize {
+        weight(value)
+    }
+
+    #[test]
+    fn a_ref_bomb_is_cut_by_the_node_budget_and_declared_as_any_object() {
+        // 30 levels, each definition referring to the next ten times: 10^30
+        // nodes if expanded, far beyond the depth bound's help (10^8).
+        let out = problems(ref_bomb(30, 10));
+        assert_eq!(out.schema, too_large());
+        assert_eq!(out.problems.len(), 1, "{:?}", out.problems);
+        assert!(
+            out.problems[0].contains("more than 10000 nodes"),
+            "{:?}",
+            out.problems
+        );
+    }
+
+    #[test]
+    fn a_doubling_ref_chain_stays_within_the_node_budget() {
+        // Each definition refers to the next twice, 30 levels deep: the
+        // output is bounded whichever way it is cut.
+        let out = problems(ref_bomb(30, 2));
+        assert!(
+            nodes(&out.schema) <= MAX_SCHEMA_NODES,
+            "{} nodes",
+            nodes(&out.schema)
+        );
+        assert_eq!(out.schema["type"], "object");
+    }
+
+    #[test]
+    fn a_large_but_honest_schema_is_kept() {
+        let properties: Map<String, Value> = (0..500)
+            .map(|k| {
+                (
+                    format!("p{k}"),
+                    json!({"type": "string", "description": "a field"}),
+                )
+            })
+            .collect();
+        let out = problems(json!({"type": "object", "properties": properties}));
+        assert_eq!(out.schema["properties"].as_object().unwrap().len(), 500);
+        assert!(out.problems.is_empty(), "{:?}", out.problems);
     }
 
     #[test]

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use mcp_tools::ToolContext;
+use mcp_tools::spawn::{self, EnvPolicy, ProcessTree, Signal};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonObject, Tool,
 };
@@ -28,11 +29,31 @@ use tokio::io::AsyncBufReadExt;
 use tokio::process::ChildStderr;
 use tokio::task::JoinHandle;
 
-use super::builtin::Builtin;
+use super::builtin::{Builtin, BuiltinOptions};
 use super::{ExternalServer, result};
 
 /// A connected MCP client, whatever the transport.
 pub(crate) type Client = RunningService<RoleClient, ClientConfig>;
+
+/// One live connection: the client and, for a child process, the tree it
+/// leads, killed when the connection is replaced, shut down or dropped.
+struct Connection {
+    client: Client,
+    tree: Option<ProcessTree>,
+}
+
+impl Connection {
+    /// Closes the session (a child gets EOF on stdin, then SIGTERM, then
+    /// SIGKILL: rmcp's graceful shutdown of the leader), then kills what is
+    /// left of its tree (grandchildren, daemons that left the group).
+    async fn close(self) {
+        let _ = self.client.cancel().await;
+        if let Some(tree) = self.tree {
+            tree.signal_group(Signal::SIGTERM);
+            tree.kill();
+        }
+    }
+}
 
 /// How many times a dead server is restarted over the hub's life.
 pub const MAX_RESTARTS: u32 = 1;
@@ -56,7 +77,7 @@ pub(crate) fn client_config() -> ClientConfig {
 /// How to (re)start a server.
 pub(crate) enum Launch {
     /// In-process, confined to the context's workspace.
-    Builtin(Builtin, ToolContext),
+    Builtin(Builtin, ToolContext, BuiltinOptions),
     /// A child process over stdio, started in `cwd`.
     External(ExternalServer, PathBuf),
 }
@@ -71,9 +92,18 @@ pub(crate) struct Server {
     stderr: Arc<StderrTail>,
 }
 
+/// What [`Server::mark_dead`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Death {
+    /// The current connection is down, for this reason.
+    Dead(String),
+    /// The failure came from a connection that has since been replaced.
+    Stale,
+}
+
 struct State {
     /// `None` once shut down.
-    client: Option<Client>,
+    connection: Option<Connection>,
     peer: Peer<RoleClient>,
     /// Bumped by every restart, so a late failure of an old connection does
     /// not mark the new one dead.
@@ -94,15 +124,16 @@ impl Server {
     ) -> Result<(Server, Vec<Tool>), String> {
         let stderr = Arc::new(StderrTail::default());
         let started = tokio::time::timeout(startup_timeout, async {
-            let client = launch.connect(&name, &stderr).await?;
-            let tools = client
+            let connection = launch.connect(&name, &stderr).await?;
+            let tools = connection
+                .client
                 .list_all_tools()
                 .await
                 .context("listing its tools failed")?;
-            anyhow::Ok((client, tools))
+            anyhow::Ok((connection, tools))
         })
         .await;
-        let (client, tools) = match started {
+        let (connection, tools) = match started {
             Ok(Ok(started)) => started,
             Ok(Err(e)) => {
                 return Err(format!(
@@ -119,8 +150,8 @@ impl Server {
             }
         };
         let state = State {
-            peer: client.peer().clone(),
-            client: Some(client),
+            peer: connection.client.peer().clone(),
+            connection: Some(connection),
             generation: 0,
             dead: None,
             restarts: 0,
@@ -162,6 +193,20 @@ impl Server {
                 Err(message) => return message,
             },
         };
+        self.call_on(peer, generation, tool, arguments, timeout, max_output)
+            .await
+    }
+
+    /// [`Server::call`] on connection `generation`, through `peer`.
+    async fn call_on(
+        &self,
+        peer: Peer<RoleClient>,
+        generation: u64,
+        tool: &str,
+        arguments: JsonObject,
+        timeout: Duration,
+        max_output: usize,
+    ) -> String {
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         // Dropping the call on timeout sends `notifications/cancelled`.
         match tokio::time::timeout(timeout, peer.call_tool(params)).await {
@@ -187,8 +232,15 @@ impl Server {
                     ServiceError::TransportClosed | ServiceError::TransportSend(_)
                 );
                 if closed || peer.is_transport_closed() {
-                    let reason = self.mark_dead(generation, "the connection closed").await;
-                    self.not_running(&reason)
+                    match self.mark_dead(generation, "the connection closed").await {
+                        Death::Dead(reason) => self.not_running(&reason),
+                        Death::Stale => format!(
+                            "ERROR: the connection to server {} closed during the call to {tool}, \
+                             and the server has been restarted since; check whether the call took \
+                             effect, then call it again if needed",
+                            self.name
+                        ),
+                    }
                 } else {
                     format!("ERROR: call to {tool} on server {} failed: {e}", self.name)
                 }
@@ -197,32 +249,40 @@ impl Server {
     }
 
     /// Stops the server; a child process gets EOF on stdin, then SIGTERM,
-    /// then SIGKILL (rmcp's graceful shutdown).
+    /// then SIGKILL (rmcp's graceful shutdown), then the rest of its tree
+    /// is killed.
     pub(crate) async fn shutdown(&self) {
-        let client = self.write().client.take();
-        if let Some(client) = client {
-            let _ = client.cancel().await;
+        let connection = self.write().connection.take();
+        if let Some(connection) = connection {
+            connection.close().await;
         }
     }
 
     /// The current peer, unless the server is known or found to be down.
     fn live_peer(&self) -> Option<(Peer<RoleClient>, u64)> {
         let state = self.read();
-        if state.dead.is_some() || state.client.is_none() || state.peer.is_transport_closed() {
+        if state.dead.is_some() || state.connection.is_none() || state.peer.is_transport_closed() {
             return None;
         }
         Some((state.peer.clone(), state.generation))
     }
 
-    /// Records that connection `generation` died and returns why.
-    async fn mark_dead(&self, generation: u64, cause: &str) -> String {
+    /// Records that connection `generation` died. A failure from an older
+    /// connection than the current one is [`Death::Stale`] and changes
+    /// nothing: the server was restarted since and the new connection is
+    /// not to be marked down for the old one's death.
+    async fn mark_dead(&self, generation: u64, cause: &str) -> Death {
+        // Checked before draining too: the stderr tail belongs to the
+        // current child, which a stale failure must not wait on or consume.
+        if self.read().generation != generation {
+            return Death::Stale;
+        }
         let reason = format!("{cause}{}", self.stderr.drained_suffix().await);
         let mut state = self.write();
         if state.generation != generation {
-            // Already restarted by another call: report this call's cause.
-            return reason;
+            return Death::Stale;
         }
-        state.dead.get_or_insert(reason).clone()
+        Death::Dead(state.dead.get_or_insert(reason).clone())
     }
 
     /// What a call to a dead server returns.
@@ -247,7 +307,7 @@ impl Server {
         }
         let known = {
             let state = self.read();
-            if state.client.is_none() {
+            if state.connection.is_none() {
                 return Err(format!(
                     "ERROR: server {} is not running (the hub was shut down)",
                     self.name
@@ -257,7 +317,12 @@ impl Server {
         };
         let reason = match known {
             (Some(reason), _) => reason,
-            (None, generation) => self.mark_dead(generation, "the connection closed").await,
+            (None, generation) => match self.mark_dead(generation, "the connection closed").await {
+                Death::Dead(reason) => reason,
+                // Only a restart bumps the generation, and this is the one
+                // restart running: an old connection died, not this one.
+                Death::Stale => "the connection closed".to_string(),
+            },
         };
         if self.read().restarts >= MAX_RESTARTS {
             return Err(self.not_running(&reason));
@@ -270,16 +335,20 @@ impl Server {
         )
         .await;
         let failure = match started {
-            Ok(Ok(client)) => {
-                let peer = client.peer().clone();
-                let mut state = self.write();
-                state.generation += 1;
-                state.peer = peer.clone();
-                state.dead = None;
-                // Dropping the old client cancels its service.
-                drop(state.client.replace(client));
+            Ok(Ok(connection)) => {
+                let peer = connection.client.peer().clone();
+                let (old, generation) = {
+                    let mut state = self.write();
+                    state.generation += 1;
+                    state.peer = peer.clone();
+                    state.dead = None;
+                    (state.connection.replace(connection), state.generation)
+                };
+                // Dropping the old connection cancels its service and kills
+                // what is left of its tree (outside the lock: that reads /proc).
+                drop(old);
                 tracing::info!(server = %self.name, "restarted after: {reason}");
-                return Ok((peer, state.generation));
+                return Ok((peer, generation));
             }
             Ok(Err(e)) => format!("{e:#}"),
             Err(_) => format!("no answer within {}", seconds(self.startup_timeout)),
@@ -307,26 +376,51 @@ impl Server {
 
 impl Launch {
     /// Starts the server and completes `initialize`.
-    async fn connect(&self, name: &str, stderr: &Arc<StderrTail>) -> anyhow::Result<Client> {
+    async fn connect(&self, name: &str, stderr: &Arc<StderrTail>) -> anyhow::Result<Connection> {
         match self {
-            Launch::Builtin(builtin, ctx) => builtin.connect(ctx.clone()).await,
+            Launch::Builtin(builtin, ctx, options) => Ok(Connection {
+                client: builtin.connect(ctx.clone(), *options).await?,
+                tree: None,
+            }),
             Launch::External(server, cwd) => {
-                let mut command = tokio::process::Command::new(&server.command);
-                command
-                    .args(&server.args)
-                    .envs(server.env.iter().map(|(k, v)| (k, v)))
-                    .current_dir(cwd);
-                let (transport, child_stderr) = TokioChildProcess::builder(command)
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .with_context(|| format!("cannot run {:?}", server.command))?;
-                if let Some(child_stderr) = child_stderr {
-                    stderr.follow(name.to_string(), child_stderr);
-                }
-                Ok(client_config().serve(transport).await?)
+                let (transport, tree) = spawn_external(name, server, cwd, stderr)?;
+                // A failed `initialize` drops the tree: nothing is left running.
+                let client = client_config().serve(transport).await?;
+                Ok(Connection {
+                    client,
+                    tree: Some(tree),
+                })
             }
         }
     }
+}
+
+/// Starts an external server through the kit's spawn policy: its own
+/// process group, the allow-listed environment plus the variables the user
+/// configured for it (never the model's key), stdio piped to rmcp.
+fn spawn_external(
+    name: &str,
+    server: &ExternalServer,
+    cwd: &std::path::Path,
+    stderr: &Arc<StderrTail>,
+) -> anyhow::Result<(TokioChildProcess, ProcessTree)> {
+    let mut command = spawn::command(&server.command, &EnvPolicy::AllowList(server.env.clone()));
+    command.args(&server.args).current_dir(cwd);
+    // rmcp spawns the child itself (its builder sets stdin/stdout to pipes
+    // and keeps `process_group(0)`): adopt the pid into a tree right after.
+    let (command, marker) = command.into_command();
+    let (transport, child_stderr) = TokioChildProcess::builder(command)
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run {:?}", server.command))?;
+    let pid = transport
+        .id()
+        .context("the server exited before it could be tracked")?;
+    let tree = ProcessTree::adopt(pid, marker);
+    if let Some(child_stderr) = child_stderr {
+        stderr.follow(name.to_string(), child_stderr);
+    }
+    Ok((transport, tree))
 }
 
 /// The last lines a child wrote to stderr. The child's stderr never reaches
@@ -384,4 +478,85 @@ impl StderrTail {
 
 fn seconds(duration: Duration) -> String {
     format!("{} s", duration.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `examples/fixture_server.rs`, which `cargo test` builds next to the
+    /// test executables.
+    fn fixture() -> ExternalServer {
+        let exe = std::env::current_exe().expect("test executable path");
+        let path = exe
+            .parent()
+            .and_then(std::path::Path::parent)
+            .expect("target/<profile>/deps")
+            .join("examples")
+            .join(format!("fixture_server{}", std::env::consts::EXE_SUFFIX));
+        assert!(
+            path.exists(),
+            "{} is missing: run `cargo test -p nanohermes` (it builds examples) or \
+             `cargo build -p nanohermes --example fixture_server` first",
+            path.display()
+        );
+        ExternalServer {
+            name: "fx".into(),
+            command: path.display().to_string(),
+            args: vec![],
+            env: vec![],
+            trusted_annotations: true,
+        }
+    }
+
+    const LONG: Duration = Duration::from_secs(30);
+
+    #[tokio::test]
+    async fn a_late_failure_of_an_old_connection_leaves_the_restarted_server_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let launch = Launch::External(fixture(), dir.path().to_path_buf());
+        let (server, _) = Server::start("fx".into(), launch, LONG).await.unwrap();
+        let (old_peer, old_generation) = server.live_peer().unwrap();
+
+        let crashed = server.call("crash", JsonObject::new(), LONG, 20_000).await;
+        assert!(
+            crashed.starts_with("ERROR: server fx is not running"),
+            "{crashed}"
+        );
+        // The next call restarts it: a new process, a new generation.
+        let pid = server.call("pid", JsonObject::new(), LONG, 20_000).await;
+        assert!(pid.parse::<u32>().is_ok(), "{pid}");
+        assert_ne!(server.live_peer().unwrap().1, old_generation);
+
+        // A call still holding the old connection fails now, late.
+        let late = server
+            .call_on(
+                old_peer,
+                old_generation,
+                "pid",
+                JsonObject::new(),
+                LONG,
+                20_000,
+            )
+            .await;
+        assert_eq!(
+            late,
+            "ERROR: the connection to server fx closed during the call to pid, and the server \
+             has been restarted since; check whether the call took effect, then call it again if needed"
+        );
+        assert_eq!(
+            server
+                .mark_dead(old_generation, "the connection closed")
+                .await,
+            Death::Stale
+        );
+        // The restarted server is not marked down: same process, no second
+        // restart (which would be refused: MAX_RESTARTS is 1).
+        assert!(server.is_running());
+        assert_eq!(
+            server.call("pid", JsonObject::new(), LONG, 20_000).await,
+            pid
+        );
+        server.shutdown().await;
+    }
 }

@@ -431,9 +431,10 @@ async fn ctrl_c_during_a_step_exits_130_after_answering_every_call() {
             ),
         ])
         .when_requested(move || {
+            // A terminal's Ctrl-C: SIGINT to the whole foreground group.
             let pid =
                 nix::unistd::Pid::from_raw(*pid.get().expect("pid set before the request") as i32);
-            nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT sent");
+            nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT sent");
         }),
         text(&["never asked"]).into(),
     ])
@@ -449,6 +450,8 @@ async fn ctrl_c_during_a_step_exits_130_after_answering_every_call() {
         .env_remove("NANOHERMES_LOG")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
+        // The agent leads its own group, as a shell's foreground job does.
+        .process_group(0)
         .kill_on_drop(true);
     let child = command.spawn().unwrap();
     child_pid.set(child.id().unwrap()).unwrap();
@@ -469,4 +472,385 @@ async fn ctrl_c_during_a_step_exits_130_after_answering_every_call() {
     );
     assert_eq!(mock.requests().len(), 1);
     assert_requests_valid(&mock.requests());
+}
+
+/// Whether `pid` is a process that has not exited (a zombie has).
+fn is_running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X']))
+    })
+}
+
+/// The pids the fixture wrote to `path` (itself, then its grandchildren).
+fn read_pids(path: &Path) -> Vec<u32> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect()
+}
+
+/// Waits (up to a generous hang guard) until none of `pids` runs.
+async fn assert_all_end(pids: &[u32]) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while pids.iter().any(|p| is_running(*p)) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "left running: {:?}",
+            pids.iter().filter(|p| is_running(**p)).collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// `--mcp` for the fixture with a grandchild in its group, one that called
+/// setsid, and its pids written to `pid_file`.
+fn fixture_tree_spec(name: &str, pid_file: &Path) -> String {
+    format!(
+        "{name}={} --grandchild --setsid-grandchild --pid-file {}",
+        fixture_server().display(),
+        pid_file.display()
+    )
+}
+
+/// The names the first request declared to the model.
+fn declared(request: &crate::support::mock_model::Recorded) -> Vec<String> {
+    request.body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_normal_exit_leaves_nothing_of_an_external_server_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("fx.pids");
+    let workspace = workspace_arg(dir.path());
+    let mcp = fixture_tree_spec("fx", &pid_file);
+
+    let run = nanohermes(&["tools", "--workspace", &workspace, "--mcp", &mcp], &[]).await;
+
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    let pids = read_pids(&pid_file);
+    assert_eq!(pids.len(), 3, "{pids:?}");
+    assert_all_end(&pids).await;
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn sigterm_ends_the_agent_and_every_process_it_started() {
+    use std::sync::{Arc, OnceLock};
+
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("fx.pids");
+    let agent_pid: Arc<OnceLock<u32>> = Arc::new(OnceLock::new());
+    let pid = agent_pid.clone();
+    let mock = MockModel::start(vec![
+        tool_calls(&[call("call_slow", "fx__slow", json!({"ms": 600_000}))]).when_requested(
+            move || {
+                let pid = nix::unistd::Pid::from_raw(*pid.get().expect("pid set") as i32);
+                nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM)
+                    .expect("SIGTERM sent");
+            },
+        ),
+        text(&["never asked"]).into(),
+    ])
+    .await;
+    let url = mock.base_url();
+    let mcp = fixture_tree_spec("fx", &pid_file);
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"));
+    command
+        .args(["run", "--workspace"])
+        .arg(dir.path())
+        .args(["--mcp", &mcp, "sleep"])
+        .envs(on_mock(&mock, &url))
+        .env("NANOHERMES_HOME", TEST_HOME)
+        .env_remove("NANOHERMES_LOG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let child = command.spawn().unwrap();
+    agent_pid.set(child.id().unwrap()).unwrap();
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+
+    assert_eq!(
+        output.status.code(),
+        Some(143),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let pids = read_pids(&pid_file);
+    assert_eq!(pids.len(), 3, "{pids:?}");
+    assert_all_end(&pids).await;
+}
+
+#[tokio::test]
+async fn no_child_gets_the_model_key_or_variables_nobody_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let mock = MockModel::start(vec![
+        tool_calls(&[
+            call("call_key", "fx__env", json!({"name": "OPENAI_API_KEY"})),
+            call("call_plain", "fx__env", json!({"name": "NANOHERMES_TEST_PLAIN"})),
+            call("call_home", "fx__env", json!({"name": "HOME"})),
+            call(
+                "call_shell",
+                "run_command",
+                json!({"command": "echo key=${OPENAI_API_KEY:-absent} plain=${NANOHERMES_TEST_PLAIN:-absent}"}),
+            ),
+        ])
+        .into(),
+        text(&["done"]).into(),
+    ])
+    .await;
+    let url = mock.base_url();
+    let workspace = workspace_arg(dir.path());
+    let mcp = format!("fx={}", fixture_server().display());
+    let mut env = on_mock(&mock, &url);
+    env.push(("NANOHERMES_TEST_PLAIN", "visible"));
+    env.push(("HOME", "/home/nanohermes-test"));
+
+    let run = nanohermes(
+        &[
+            "run",
+            "--workspace",
+            &workspace,
+            "--mcp",
+            &mcp,
+            "show the environment",
+        ],
+        &env,
+    )
+    .await;
+
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    let requests = mock.requests();
+    assert_requests_valid(&requests);
+    let last = requests[1].messages();
+    assert_eq!(tool_result(last, "call_key"), "(unset)");
+    // An external server gets the allow-list only.
+    assert_eq!(tool_result(last, "call_plain"), "(unset)");
+    assert_eq!(tool_result(last, "call_home"), "/home/nanohermes-test");
+    // A shell command gets everything but secrets.
+    let shell = tool_result(last, "call_shell");
+    assert!(shell.contains("key=absent plain=visible"), "{shell}");
+    assert!(!shell.contains("test-key"), "{shell}");
+}
+
+#[tokio::test]
+async fn read_only_mode_offers_only_read_only_tools_and_still_gates_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let mock = MockModel::start(vec![
+        tool_calls(&[
+            call(
+                "call_write",
+                "write_file",
+                json!({"path": "x.txt", "content": "x"}),
+            ),
+            call("call_read", "list_dir", json!({})),
+        ])
+        .into(),
+        text(&["done"]).into(),
+    ])
+    .await;
+    let url = mock.base_url();
+    let workspace = workspace_arg(dir.path());
+    let mcp = format!("fx={}", fixture_server().display());
+
+    let run = nanohermes(
+        &[
+            "run",
+            "--read-only",
+            "--workspace",
+            &workspace,
+            "--mcp",
+            &mcp,
+            "look around",
+        ],
+        &on_mock(&mock, &url),
+    )
+    .await;
+
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    let requests = mock.requests();
+    assert_requests_valid(&requests);
+    let names = declared(&requests[0]);
+    for offered in ["read_file", "list_dir", "git_status", "fx__echo"] {
+        assert!(
+            names.iter().any(|n| n == offered),
+            "{offered} missing: {names:?}"
+        );
+    }
+    for withheld in [
+        "write_file",
+        "run_command",
+        "git_commit",
+        "fx__touch",
+        "fx__crash",
+    ] {
+        assert!(
+            !names.iter().any(|n| n == withheld),
+            "{withheld} offered: {names:?}"
+        );
+    }
+    // A call to a withheld tool is still refused by the gate.
+    assert!(
+        tool_result(requests[1].messages(), "call_write")
+            .starts_with("ERROR: `write_file` is not available in read-only mode"),
+        "{}",
+        tool_result(requests[1].messages(), "call_write")
+    );
+    assert!(!dir.path().join("x.txt").exists());
+
+    let tools = nanohermes(
+        &[
+            "tools",
+            "--read-only",
+            "--workspace",
+            &workspace,
+            "--mcp",
+            &mcp,
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(tools.code, Some(0), "{tools:#?}");
+    assert!(
+        tools.stdout.lines().skip(1).all(|l| l.ends_with(" yes")),
+        "{}",
+        tools.stdout
+    );
+    assert!(tools.stdout.contains("read_file"), "{}", tools.stdout);
+}
+
+/// Runs `git` in `dir`, which must succeed.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(output.status.success(), "git {args:?}: {output:?}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn ctrl_c_to_the_group_mid_commit_and_mid_external_call_lets_both_finish() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let marks = tempfile::tempdir().unwrap();
+    let repo = dir.path();
+    git(repo, &["init", "-q"]);
+    git(repo, &["config", "user.name", "Test"]);
+    git(repo, &["config", "user.email", "test@example.com"]);
+    let started = marks.path().join("hook-started");
+    let done = marks.path().join("hook-done");
+    let hook = repo.join(".git/hooks/pre-commit");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\ntouch '{}'\nsleep 2\ntouch '{}'\n",
+            started.display(),
+            done.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(repo.join("a.txt"), "a\n").unwrap();
+    let pid_file = marks.path().join("fx.pids");
+
+    // One turn, two parallel calls: a commit whose hook is slow, and an
+    // external call that answers only once the hook has finished.
+    let mock = MockModel::start(vec![
+        tool_calls(&[
+            call(
+                "call_commit",
+                "git_commit",
+                json!({"message": "add a", "paths": ["a.txt"]}),
+            ),
+            call(
+                "call_wait",
+                "fx__wait_for_file",
+                // Bounded, so a killed hook fails the test instead of hanging it.
+                json!({"path": done.display().to_string(), "timeout_ms": 20_000}),
+            ),
+        ])
+        .into(),
+        text(&["never asked"]).into(),
+    ])
+    .await;
+    let url = mock.base_url();
+    let mcp = fixture_tree_spec("fx", &pid_file);
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"));
+    command
+        .args(["run", "--workspace"])
+        .arg(repo)
+        .args(["--mcp", &mcp, "commit a.txt"])
+        .envs(on_mock(&mock, &url))
+        .env("NANOHERMES_HOME", TEST_HOME)
+        .env_remove("NANOHERMES_LOG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        // The agent leads its own group, as a shell's foreground job does.
+        .process_group(0)
+        .kill_on_drop(true);
+    let child = command.spawn().unwrap();
+    let pgid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
+
+    // Both calls are in flight once the hook has started: Ctrl-C then, to
+    // the whole group, as a terminal sends it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !started.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the hook never started"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(!done.exists(), "the hook is still running");
+    nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGINT).expect("SIGINT sent");
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("interrupted: stopped at a step boundary"),
+        "{stderr}"
+    );
+    // The hook was not killed by the SIGINT: it finished and the commit landed.
+    assert!(done.exists(), "{stderr}");
+    assert_eq!(git(repo, &["log", "--format=%s"]).trim(), "add a");
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("tool ")).collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("tool git_commit ") && l.contains("-> ok")),
+        "{stderr}"
+    );
+    // The external server was not killed by the SIGINT: it answered.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("tool fx__wait_for_file ") && l.ends_with("-> ok (4 bytes)")),
+        "{stderr}"
+    );
+    assert_eq!(mock.requests().len(), 1, "stopped at the step boundary");
+    assert_requests_valid(&mock.requests());
+    // Then it was shut down with the agent, grandchildren and all.
+    let pids = read_pids(&pid_file);
+    assert_eq!(pids.len(), 3, "{pids:?}");
+    assert_all_end(&pids).await;
 }

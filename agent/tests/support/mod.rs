@@ -41,6 +41,7 @@ pub fn fixture(name: &str) -> ExternalServer {
         command: fixture_server().display().to_string(),
         args: vec![],
         env: vec![],
+        trusted_annotations: true,
     }
 }
 
@@ -52,6 +53,7 @@ pub async fn hub(workspace: &Path, external: Vec<ExternalServer>) -> Hub {
         builtins: vec![Builtin::Files],
         external,
         startup_timeout: Duration::from_secs(20),
+        allow_private_network: false,
     };
     let hub = Hub::start(config).await.expect("hub starts");
     // The fixture collides two of its own tool names on purpose.
