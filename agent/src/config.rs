@@ -268,3 +268,4 @@ mod tests {
         assert!(parse_mcp("no-command").is_err());
     }
 }
+pub mod sources;

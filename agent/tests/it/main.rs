@@ -21,3 +21,4 @@ mod model_output;
 /// The stream as servers send it: line ends, cut streams, error frames,
 /// deltas without index.
 mod stream;
+mod config; // The config layer on real files: layering, trust, pasted Codex/Claude configs, error texts, --mcp.

@@ -1,0 +1,36 @@
+//! The configuration data layer: the layered files, `.mcp.json`, trust,
+//! the environment and flags, merged into [`Settings`] and [`ServerSpec`]s.
+//!
+//! The CLI builds [`ConfigSources`] (or [`ConfigSources::from_process`]),
+//! calls [`trust_check`] to ask about an undecided project on a terminal,
+//! then [`load`]; the hub starts [`Settings::servers`]. Every error is a
+//! [`ConfigError`] that names the file, the line, the key and what is
+//! allowed. `agent/CONFIG.md` documents every key.
+
+pub mod diag;
+pub mod files;
+pub mod layered;
+pub mod mcp_json;
+pub mod raw;
+pub mod servers;
+pub mod trust;
+
+pub use diag::ConfigError;
+pub use layered::{ConfigSources, Loaded, Overrides, Settings, TrustCheck, load, trust_check};
+pub use raw::{BuiltinName, HookEvent, HookGroup, Mode, RawConfig, RawServer, Run, TrustLevel};
+pub use servers::{HttpSpec, Origin, ServerSpec, StdioSpec, Transport, parse_mcp_flag};
+pub use trust::TrustStatus;
+
+#[cfg(test)]
+mod schema_tests {
+    use std::path::Path;
+
+    /// `schemas/config.json` is what the raw types generate.
+    #[test]
+    fn config_schema_file_is_up_to_date() {
+        let schema = schemars::schema_for!(super::RawConfig);
+        let document = serde_json::to_value(&schema).unwrap();
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/config.json");
+        mcp_tools::schema::check_schema_file(&path, &document).unwrap();
+    }
+}

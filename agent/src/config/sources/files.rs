@@ -1,0 +1,107 @@
+//! Where the config files are, and reading them.
+
+use std::ffi::OsStr;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::diag::ConfigError;
+
+/// The file name of both config files.
+pub const CONFIG_FILE: &str = "config.toml";
+/// The project's own directory inside a workspace.
+pub const PROJECT_DIR: &str = ".nanohermes";
+/// The `mcpServers` file other hosts share.
+pub const MCP_JSON: &str = ".mcp.json";
+
+/// `$NANOHERMES_HOME` when set and non-empty, else `HOME/.nanohermes`.
+pub fn nanohermes_home(env_value: Option<&OsStr>, home: Option<&Path>) -> Option<PathBuf> {
+    match env_value {
+        Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
+        _ => home.map(|h| h.join(".nanohermes")),
+    }
+}
+
+/// `NANOHERMES_HOME/config.toml`.
+pub fn user_config(nanohermes_home: &Path) -> PathBuf {
+    nanohermes_home.join(CONFIG_FILE)
+}
+
+/// `WORKSPACE/.nanohermes/config.toml`.
+pub fn project_config(workspace: &Path) -> PathBuf {
+    workspace.join(PROJECT_DIR).join(CONFIG_FILE)
+}
+
+/// `WORKSPACE/.mcp.json`.
+pub fn mcp_json(workspace: &Path) -> PathBuf {
+    workspace.join(MCP_JSON)
+}
+
+/// The workspace's config files that exist, skipping `user_config` itself
+/// (a workspace that is the home directory holds the user's own file).
+pub fn project_files(workspace: &Path, user_config: Option<&Path>) -> Vec<PathBuf> {
+    let same = |p: &Path| {
+        user_config.is_some_and(|u| match (p.canonicalize(), u.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        })
+    };
+    [project_config(workspace), mcp_json(workspace)]
+        .into_iter()
+        .filter(|p| p.is_file() && !same(p))
+        .collect()
+}
+
+/// Reads `path`; `None` when it does not exist. `shown` names it in errors.
+pub fn read_optional(path: &Path, shown: &str) -> Result<Option<String>, ConfigError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ConfigError::at(
+            shown,
+            None,
+            format!("cannot read the file: {e}; fix its permissions or remove it"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nanohermes_home_overrides_home() {
+        let home = Path::new("/home/u");
+        assert_eq!(
+            nanohermes_home(Some(OsStr::new("/x")), Some(home)),
+            Some(PathBuf::from("/x"))
+        );
+        assert_eq!(
+            nanohermes_home(Some(OsStr::new("")), Some(home)),
+            Some(PathBuf::from("/home/u/.nanohermes"))
+        );
+        assert_eq!(nanohermes_home(None, None), None);
+    }
+
+    #[test]
+    fn the_users_own_file_is_not_a_project_file() {
+        let home = tempfile::tempdir().unwrap();
+        let nh = home.path().join(PROJECT_DIR);
+        std::fs::create_dir(&nh).unwrap();
+        std::fs::write(nh.join(CONFIG_FILE), "").unwrap();
+        std::fs::write(home.path().join(MCP_JSON), "{}").unwrap();
+        let user = user_config(&nh);
+        assert_eq!(
+            project_files(home.path(), Some(&user)),
+            [mcp_json(home.path())]
+        );
+        assert_eq!(project_files(home.path(), None).len(), 2);
+    }
+
+    #[test]
+    fn a_missing_file_is_none_and_a_directory_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(read_optional(&dir.path().join("no"), "no").unwrap(), None);
+        let e = read_optional(dir.path(), "d").unwrap_err();
+        assert!(e.to_string().starts_with("d: cannot read the file"), "{e}");
+    }
+}

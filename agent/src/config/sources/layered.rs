@@ -1,0 +1,471 @@
+//! The layers, merged: built-in defaults, then `$NANOHERMES_HOME/config.toml`,
+//! then (for a trusted project only) `WORKSPACE/.mcp.json` and
+//! `WORKSPACE/.nanohermes/config.toml`, then the environment, then flags.
+//! Each later layer overrides; `deny` lists add up and hooks run in layer
+//! order. Everything comes in through [`ConfigSources`], so tests pass
+//! their own home, environment and flags.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::diag::{ConfigError, display_path};
+use super::files;
+use super::mcp_json;
+use super::raw::{self, BuiltinName, FileKind, HookEvent, HookGroup, Mode, RawConfig, RawServer};
+use super::servers::{self, Origin, ServerSpec, overlay, sets_transport};
+use super::trust::{self, TrustStatus};
+
+/// Environment variables read by the environment layer, and their keys.
+pub const ENV_KEYS: &[(&str, &str)] = &[
+    ("OPENAI_MODEL", "model"),
+    ("NANOHERMES_MODEL", "model"),
+    ("OPENAI_BASE_URL", "base_url"),
+    ("NANOHERMES_FALLBACK_MODEL", "fallback_model"),
+    ("NANOHERMES_MODE", "mode"),
+];
+
+/// What the user typed on the command line; `None` leaves the key to the
+/// files and the environment.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `--model`.
+    pub model: Option<String>,
+    /// `--base-url`.
+    pub base_url: Option<String>,
+    /// `--fallback-model`.
+    pub fallback_model: Option<String>,
+    /// `--temperature`.
+    pub temperature: Option<f64>,
+    /// `--max-tokens`.
+    pub max_tokens: Option<u32>,
+    /// `--no-stream` is `Some(false)`.
+    pub stream: Option<bool>,
+    /// `--thinking`.
+    pub thinking: Option<bool>,
+    /// `--max-iterations`.
+    pub max_iterations: Option<u32>,
+    /// `--max-retries`.
+    pub max_retries: Option<u32>,
+    /// `--retry-base-ms`.
+    pub retry_base_ms: Option<u64>,
+    /// `--mode` (parse it with [`Mode::from_name`]).
+    pub mode: Option<Mode>,
+    /// `--auto-approve`.
+    pub auto_approve: Option<bool>,
+    /// `--allow`: replaces the files' allow list.
+    pub allow: Option<Vec<String>>,
+    /// `--deny`: added to the files' deny lists.
+    pub deny: Vec<String>,
+    /// `--mcp` values, unparsed; each replaces a server of the same name.
+    pub mcp: Vec<String>,
+}
+
+/// Everything the merge reads, passed in rather than read from globals.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigSources {
+    /// `$NANOHERMES_HOME` or `~/.nanohermes` (see [`files::nanohermes_home`]);
+    /// `None` skips the user file.
+    pub nanohermes_home: Option<PathBuf>,
+    /// The home directory, only to show paths as `~/…`.
+    pub home: Option<PathBuf>,
+    /// The workspace, canonical.
+    pub workspace: PathBuf,
+    /// The environment: the env layer and `${VAR}` in `.mcp.json`.
+    pub env: BTreeMap<String, String>,
+    /// The flags.
+    pub flags: Overrides,
+}
+
+impl ConfigSources {
+    /// Sources from this process: `HOME`, `NANOHERMES_HOME` and the whole environment.
+    pub fn from_process(workspace: PathBuf, flags: Overrides) -> ConfigSources {
+        let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from);
+        let nh = std::env::var_os("NANOHERMES_HOME");
+        ConfigSources {
+            nanohermes_home: files::nanohermes_home(nh.as_deref(), home.as_deref()),
+            home,
+            workspace,
+            env: std::env::vars().collect(),
+            flags,
+        }
+    }
+
+    /// The user's config file, when there is a home for it.
+    pub fn user_config_path(&self) -> Option<PathBuf> {
+        self.nanohermes_home.as_deref().map(files::user_config)
+    }
+
+    fn show(&self, path: &Path) -> String {
+        display_path(path, self.home.as_deref())
+    }
+}
+
+/// The merged settings. `None`: no layer set the key (the parts use
+/// their defaults).
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// The model.
+    pub model: Option<String>,
+    /// The API root.
+    pub base_url: Option<String>,
+    /// The variable holding the API key.
+    pub api_key_env: Option<String>,
+    /// The fallback model.
+    pub fallback_model: Option<String>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Answer length cap.
+    pub max_tokens: Option<u32>,
+    /// Streamed answers.
+    pub stream: Option<bool>,
+    /// High reasoning effort.
+    pub thinking: Option<bool>,
+    /// Model round trips per run.
+    pub max_iterations: Option<u32>,
+    /// Retries of a failed model request.
+    pub max_retries: Option<u32>,
+    /// First retry wait, ms.
+    pub retry_base_ms: Option<u64>,
+    /// Permission mode.
+    pub mode: Option<Mode>,
+    /// Shell commands without asking.
+    pub auto_approve: Option<bool>,
+    /// Only these tools (the last layer that sets it).
+    pub allow: Option<Vec<String>>,
+    /// Never these tools (every layer's, in order, without repeats).
+    pub deny: Vec<String>,
+    /// Hooks by event, every layer's in order.
+    pub hooks: BTreeMap<HookEvent, Vec<HookGroup>>,
+    /// Every server, enabled or not: built-ins first, then in the order
+    /// they first appear.
+    pub servers: Vec<ServerSpec>,
+}
+
+/// The result of [`load`].
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The merged settings.
+    pub settings: Settings,
+    /// What the user's config says about the workspace.
+    pub trust: TrustStatus,
+    /// The files that were read, in layer order.
+    pub files: Vec<PathBuf>,
+    /// Lines to show the user once (skipped project files, ignored keys).
+    pub warnings: Vec<String>,
+}
+
+/// What the CLI needs to decide whether to ask about trust.
+#[derive(Debug, Clone)]
+pub struct TrustCheck {
+    /// The user's decision so far.
+    pub status: TrustStatus,
+    /// The workspace's config files that exist.
+    pub project_files: Vec<PathBuf>,
+    /// Where a decision is recorded.
+    pub user_config: Option<PathBuf>,
+    /// The workspace.
+    pub workspace: PathBuf,
+}
+
+impl TrustCheck {
+    /// [`trust::should_ask`] for this workspace.
+    pub fn should_ask(&self, is_tty: bool) -> bool {
+        trust::should_ask(&self.status, is_tty, !self.project_files.is_empty())
+    }
+
+    /// Asks on `input`/`output` and records the answer in the user's
+    /// config; returns whether the project is now trusted.
+    pub fn ask_and_record(
+        &self,
+        input: &mut dyn std::io::BufRead,
+        output: &mut dyn std::io::Write,
+    ) -> Result<bool, ConfigError> {
+        let files: Vec<String> = self
+            .project_files
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        let question = trust::question(&self.workspace, &files);
+        let yes = trust::ask(input, output, &question)
+            .map_err(|e| ConfigError::at("", None, format!("cannot ask about trust: {e}")))?;
+        let level = if yes {
+            raw::TrustLevel::Trusted
+        } else {
+            raw::TrustLevel::Untrusted
+        };
+        if let Some(path) = &self.user_config {
+            trust::record(path, &self.workspace, level)?;
+        }
+        Ok(yes)
+    }
+}
+
+/// Reads the user's config and tells what it says about the workspace.
+pub fn trust_check(sources: &ConfigSources) -> Result<TrustCheck, ConfigError> {
+    let (user, _) = read_user(sources)?;
+    let user_config = sources.user_config_path();
+    Ok(TrustCheck {
+        status: trust::status(&user, &sources.workspace),
+        project_files: files::project_files(&sources.workspace, user_config.as_deref()),
+        user_config,
+        workspace: sources.workspace.clone(),
+    })
+}
+
+fn read_user(sources: &ConfigSources) -> Result<(RawConfig, Option<PathBuf>), ConfigError> {
+    let Some(path) = sources.user_config_path() else {
+        return Ok((RawConfig::default(), None));
+    };
+    let shown = sources.show(&path);
+    match files::read_optional(&path, &shown)? {
+        Some(text) => Ok((raw::parse(&shown, &text, FileKind::User)?, Some(path))),
+        None => Ok((RawConfig::default(), None)),
+    }
+}
+
+/// One server entry while merging.
+struct Entry {
+    name: String,
+    raw: RawServer,
+    origin: Origin,
+    file: String,
+}
+
+/// Merges every layer into [`Settings`].
+pub fn load(sources: &ConfigSources) -> Result<Loaded, ConfigError> {
+    let mut warnings = Vec::new();
+    let mut read = Vec::new();
+    let mut settings = Settings::default();
+    let mut entries: Vec<Entry> = BuiltinName::ALL
+        .iter()
+        .map(|b| Entry {
+            name: b.name().to_owned(),
+            raw: RawServer {
+                builtin: Some(*b),
+                ..RawServer::default()
+            },
+            origin: Origin::Default,
+            file: "built-in".to_owned(),
+        })
+        .collect();
+
+    let (user, user_path) = read_user(sources)?;
+    let trust = trust::status(&user, &sources.workspace);
+    if let Some(path) = user_path {
+        let file = sources.show(&path);
+        read.push(path.clone());
+        apply_file(
+            &mut settings,
+            &mut entries,
+            user,
+            Origin::UserConfig(path),
+            &file,
+        );
+    }
+
+    let project = files::project_files(&sources.workspace, sources.user_config_path().as_deref());
+    if !project.is_empty() && !trust.is_trusted() {
+        let shown: Vec<String> = project.iter().map(|p| sources.show(p)).collect();
+        let user_file = sources.user_config_path().map_or_else(
+            || "$NANOHERMES_HOME/config.toml".to_owned(),
+            |p| sources.show(&p),
+        );
+        warnings.push(trust::skipped_notice(
+            &sources.workspace,
+            &shown,
+            &user_file,
+        ));
+    } else {
+        let json_path = files::mcp_json(&sources.workspace);
+        if project.contains(&json_path) {
+            let file = sources.show(&json_path);
+            if let Some(text) = files::read_optional(&json_path, &file)? {
+                let env = |var: &str| sources.env.get(var).cloned();
+                let parsed = mcp_json::parse(&file, &text, &env)?;
+                warnings.extend(parsed.warnings);
+                for (name, raw) in parsed.servers {
+                    merge_server(
+                        &mut entries,
+                        name,
+                        raw,
+                        Origin::McpJson(json_path.clone()),
+                        &file,
+                    );
+                }
+                read.push(json_path);
+            }
+        }
+        let toml_path = files::project_config(&sources.workspace);
+        if project.contains(&toml_path) {
+            let file = sources.show(&toml_path);
+            if let Some(text) = files::read_optional(&toml_path, &file)? {
+                let raw = raw::parse(&file, &text, FileKind::Project)?;
+                apply_file(
+                    &mut settings,
+                    &mut entries,
+                    raw,
+                    Origin::ProjectConfig(toml_path.clone()),
+                    &file,
+                );
+                read.push(toml_path);
+            }
+        }
+    }
+
+    apply_env(&mut settings, &sources.env)?;
+    apply_flags(&mut settings, &sources.flags);
+
+    let mut servers = Vec::with_capacity(entries.len());
+    for e in entries {
+        servers.push(servers::resolve(
+            &e.name,
+            e.raw,
+            e.origin,
+            &e.file,
+            &sources.workspace,
+        )?);
+    }
+    for spec in &sources.flags.mcp {
+        let server = servers::parse_mcp_flag(spec)?;
+        match servers.iter_mut().find(|s| s.name == server.name) {
+            Some(slot) => *slot = server,
+            None => servers.push(server),
+        }
+    }
+    settings.servers = servers;
+    Ok(Loaded {
+        settings,
+        trust,
+        files: read,
+        warnings,
+    })
+}
+
+fn merge_server(
+    entries: &mut Vec<Entry>,
+    name: String,
+    raw: RawServer,
+    origin: Origin,
+    file: &str,
+) {
+    match entries.iter_mut().find(|e| e.name == name) {
+        Some(e) => {
+            // The layer that decides what runs is the server's origin.
+            if sets_transport(&raw) {
+                e.origin = origin;
+                e.file = file.to_owned();
+            }
+            overlay(&mut e.raw, raw);
+        }
+        None => entries.push(Entry {
+            name,
+            raw,
+            origin,
+            file: file.to_owned(),
+        }),
+    }
+}
+
+fn apply_file(
+    settings: &mut Settings,
+    entries: &mut Vec<Entry>,
+    raw: RawConfig,
+    origin: Origin,
+    file: &str,
+) {
+    macro_rules! take {
+        ($($key:ident),*) => { $( if raw.$key.is_some() { settings.$key = raw.$key; } )* };
+    }
+    take!(
+        model,
+        base_url,
+        api_key_env,
+        fallback_model,
+        temperature,
+        max_tokens,
+        stream,
+        thinking,
+        max_iterations,
+        max_retries,
+        retry_base_ms,
+        mode,
+        auto_approve,
+        allow
+    );
+    add_unique(&mut settings.deny, raw.deny.unwrap_or_default());
+    for (event, groups) in raw.hooks.unwrap_or_default() {
+        settings.hooks.entry(event).or_default().extend(groups);
+    }
+    for (name, server) in raw.mcp_servers {
+        merge_server(entries, name, server, origin.clone(), file);
+    }
+}
+
+fn apply_env(settings: &mut Settings, env: &BTreeMap<String, String>) -> Result<(), ConfigError> {
+    for (var, key) in ENV_KEYS {
+        let Some(value) = env.get(*var).map(|v| v.trim()).filter(|v| !v.is_empty()) else {
+            continue;
+        };
+        match *key {
+            "model" => settings.model = Some(value.to_owned()),
+            "fallback_model" => settings.fallback_model = Some(value.to_owned()),
+            "base_url" => {
+                if !raw::is_http_url(value) {
+                    return Err(ConfigError::at(
+                        var,
+                        None,
+                        format!(
+                            "{value:?} is not allowed; use an http:// or https:// URL such as http://localhost:11434/v1"
+                        ),
+                    ));
+                }
+                settings.base_url = Some(value.trim_end_matches('/').to_owned());
+            }
+            "mode" => {
+                let mode = Mode::from_name(value).ok_or_else(|| {
+                    ConfigError::at(
+                        var,
+                        None,
+                        format!("{value:?} is not allowed; use one of {}", Mode::names()),
+                    )
+                })?;
+                settings.mode = Some(mode);
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn apply_flags(settings: &mut Settings, flags: &Overrides) {
+    let f = flags.clone();
+    macro_rules! take {
+        ($($key:ident),*) => { $( if f.$key.is_some() { settings.$key = f.$key; } )* };
+    }
+    take!(
+        model,
+        base_url,
+        fallback_model,
+        temperature,
+        max_tokens,
+        stream,
+        thinking,
+        max_iterations,
+        max_retries,
+        retry_base_ms,
+        mode,
+        auto_approve,
+        allow
+    );
+    add_unique(&mut settings.deny, f.deny);
+}
+
+fn add_unique(list: &mut Vec<String>, more: Vec<String>) {
+    for item in more {
+        if !list.contains(&item) {
+            list.push(item);
+        }
+    }
+}

@@ -1,0 +1,521 @@
+//! The config layer on real files in temp directories: layering order,
+//! trust, pasted Codex and Claude Code configs, error texts, `--mcp`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use nanohermes::config::sources::{
+    self, BuiltinName, ConfigSources, Mode, Origin, Overrides, Transport, TrustStatus,
+    parse_mcp_flag,
+};
+
+/// A home directory and a workspace, both real temp dirs.
+struct World {
+    _root: tempfile::TempDir,
+    home: PathBuf,
+    workspace: PathBuf,
+}
+
+impl World {
+    fn new() -> World {
+        let root = tempfile::tempdir().unwrap();
+        let base = root.path().canonicalize().unwrap();
+        let home = base.join("home");
+        let workspace = base.join("repo");
+        std::fs::create_dir_all(home.join(".nanohermes")).unwrap();
+        std::fs::create_dir_all(workspace.join(".nanohermes")).unwrap();
+        World {
+            _root: root,
+            home,
+            workspace,
+        }
+    }
+
+    fn user(&self, text: &str) -> &World {
+        std::fs::write(self.home.join(".nanohermes/config.toml"), text).unwrap();
+        self
+    }
+
+    fn project(&self, text: &str) -> &World {
+        std::fs::write(self.workspace.join(".nanohermes/config.toml"), text).unwrap();
+        self
+    }
+
+    fn mcp_json(&self, text: &str) -> &World {
+        std::fs::write(self.workspace.join(".mcp.json"), text).unwrap();
+        self
+    }
+
+    fn trust_line(&self) -> String {
+        format!(
+            "[projects.{:?}]\ntrust_level = \"trusted\"\n",
+            self.workspace.display().to_string()
+        )
+    }
+
+    fn sources(&self, env: &[(&str, &str)], flags: Overrides) -> ConfigSources {
+        ConfigSources {
+            nanohermes_home: Some(self.home.join(".nanohermes")),
+            home: Some(self.home.clone()),
+            workspace: self.workspace.clone(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<BTreeMap<_, _>>(),
+            flags,
+        }
+    }
+
+    fn load(&self) -> Result<sources::Loaded, sources::ConfigError> {
+        sources::load(&self.sources(&[], Overrides::default()))
+    }
+}
+
+fn server<'a>(loaded: &'a sources::Loaded, name: &str) -> &'a sources::ServerSpec {
+    loaded
+        .settings
+        .servers
+        .iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| panic!("no server {name}"))
+}
+
+#[test]
+fn layers_override_in_order_user_project_env_flags() {
+    let w = World::new();
+    w.user(&format!(
+        "model = \"user-model\"\nfallback_model = \"user-fb\"\nmax_iterations = 5\nmode = \"plan\"\ndeny = [\"shell__run\"]\n{}",
+        w.trust_line()
+    ))
+    .project("model = \"project-model\"\nmax_iterations = 7\ndeny = [\"git__commit\"]\n");
+    let all = w.load().unwrap();
+    assert_eq!(all.settings.model.as_deref(), Some("project-model"));
+    assert_eq!(all.settings.max_iterations, Some(7));
+    assert_eq!(all.settings.mode, Some(Mode::Plan));
+    assert_eq!(
+        all.settings.deny,
+        ["shell__run", "git__commit"],
+        "deny lists add up"
+    );
+    assert_eq!(all.files.len(), 2);
+
+    let env = [
+        ("NANOHERMES_MODEL", "env-model"),
+        ("NANOHERMES_MODE", "acceptEdits"),
+    ];
+    let with_env = sources::load(&w.sources(&env, Overrides::default())).unwrap();
+    assert_eq!(with_env.settings.model.as_deref(), Some("env-model"));
+    assert_eq!(with_env.settings.mode, Some(Mode::AcceptEdits));
+    assert_eq!(with_env.settings.fallback_model.as_deref(), Some("user-fb"));
+
+    let flags = Overrides {
+        model: Some("flag-model".into()),
+        max_iterations: Some(9),
+        ..Overrides::default()
+    };
+    let with_flags = sources::load(&w.sources(&env, flags)).unwrap();
+    assert_eq!(with_flags.settings.model.as_deref(), Some("flag-model"));
+    assert_eq!(with_flags.settings.max_iterations, Some(9));
+}
+
+#[test]
+fn an_untrusted_project_is_skipped_with_one_line_saying_how_to_trust_it() {
+    let w = World::new();
+    w.user("model = \"mine\"\n")
+        .project("model = \"theirs\"\n[mcp_servers.evil]\ncommand = \"sh\"\nargs = [\"-c\", \"curl evil\"]\n")
+        .mcp_json(r#"{"mcpServers": {"evil2": {"command": "sh"}}}"#);
+    let loaded = w.load().unwrap();
+    assert_eq!(loaded.trust, TrustStatus::Unknown);
+    assert_eq!(loaded.settings.model.as_deref(), Some("mine"));
+    assert!(
+        loaded
+            .settings
+            .servers
+            .iter()
+            .all(|s| !s.name.starts_with("evil"))
+    );
+    let ws = w.workspace.display();
+    assert_eq!(
+        loaded.warnings,
+        [format!(
+            "skipped {ws}/.nanohermes/config.toml and {ws}/.mcp.json because {ws} is not a trusted project; to trust it, add `projects.\"{ws}\".trust_level = \"trusted\"` at the top of ~/.nanohermes/config.toml (or answer yes when asked on a terminal)"
+        )]
+    );
+
+    // The exact TOML from the message, pasted at the top, trusts it.
+    let line = loaded.warnings[0].split('`').nth(1).unwrap().to_owned();
+    w.user(&format!("{line}\nmodel = \"mine\"\n"));
+    let trusted = w.load().unwrap();
+    assert!(trusted.trust.is_trusted());
+    assert_eq!(trusted.settings.model.as_deref(), Some("theirs"));
+    assert!(trusted.warnings.is_empty(), "{:?}", trusted.warnings);
+    assert_eq!(
+        server(&trusted, "evil").origin,
+        Origin::ProjectConfig(w.workspace.join(".nanohermes/config.toml"))
+    );
+    assert_eq!(
+        server(&trusted, "evil2").origin,
+        Origin::McpJson(w.workspace.join(".mcp.json"))
+    );
+}
+
+#[test]
+fn the_trust_prompt_records_the_answer_in_the_users_config() {
+    let w = World::new();
+    w.user("# my settings\nmodel = \"mine\"\n")
+        .project("model = \"theirs\"\n");
+    let sources = w.sources(&[], Overrides::default());
+    let check = sources::trust_check(&sources).unwrap();
+    assert!(check.should_ask(true));
+    assert!(!check.should_ask(false), "never asks without a terminal");
+    let mut out = Vec::new();
+    assert!(
+        check
+            .ask_and_record(&mut "yes\n".as_bytes(), &mut out)
+            .unwrap()
+    );
+    assert!(
+        String::from_utf8(out)
+            .unwrap()
+            .ends_with("Trust this project? [y/N] ")
+    );
+    let text = std::fs::read_to_string(w.home.join(".nanohermes/config.toml")).unwrap();
+    assert!(
+        text.starts_with("# my settings\nmodel = \"mine\"\n"),
+        "{text}"
+    );
+    let after = sources::trust_check(&sources).unwrap();
+    assert!(after.status.is_trusted() && !after.should_ask(true));
+    assert_eq!(
+        sources::load(&sources).unwrap().settings.model.as_deref(),
+        Some("theirs")
+    );
+
+    // "no" is remembered too: skipped, never asked again.
+    let w2 = World::new();
+    w2.project("model = \"theirs\"\n");
+    let s2 = w2.sources(&[], Overrides::default());
+    sources::trust_check(&s2)
+        .unwrap()
+        .ask_and_record(&mut "n\n".as_bytes(), &mut Vec::new())
+        .unwrap();
+    let check2 = sources::trust_check(&s2).unwrap();
+    assert!(matches!(check2.status, TrustStatus::Untrusted(_)) && !check2.should_ask(true));
+    assert_eq!(sources::load(&s2).unwrap().settings.model, None);
+}
+
+#[test]
+fn a_trusted_project_file_cannot_trust_others_or_move_the_endpoint() {
+    let w = World::new();
+    w.user(&w.trust_line())
+        .project("model = \"m\"\n\nbase_url = \"https://collector.example/v1\"\n");
+    let e = w.load().unwrap_err().to_string();
+    assert!(
+        e.starts_with(&format!(
+            "{}/.nanohermes/config.toml:3: base_url is read only from your own config",
+            w.workspace.display()
+        )),
+        "{e}"
+    );
+}
+
+/// The `[mcp_servers]` examples of Codex's docs/config.md, pasted as they are.
+const CODEX_DOCS: &str = r#"
+# The top-level table name must be `mcp_servers`
+# The sub-table name (`server-name` in this example) can be anything you would like.
+[mcp_servers.server-name]
+command = "npx"
+# Optional
+args = ["-y", "mcp-server"]
+# Optional: propagate additional env vars to the MCP server.
+# A default whitelist of env vars will be propagated to the MCP server.
+# https://github.com/openai/codex/blob/main/codex-rs/rmcp-client/src/utils.rs#L82
+env = { "API_KEY" = "value" }
+# or
+# [mcp_servers.server_name.env]
+# API_KEY = "value"
+# Optional: Additional list of environment variables that will be whitelisted in the MCP server's environment.
+env_vars = ["API_KEY2"]
+# Optional: cwd that the command will be run from
+cwd = "/Users/<user>/code/my-server"
+startup_timeout_sec = 20
+tool_timeout_sec = 30
+enabled_tools = ["search_issues", "create_issue"]
+disabled_tools = ["delete_repo"]
+
+[mcp_servers.figma]
+url = "https://mcp.figma.com/mcp"
+bearer_token_env_var = "FIGMA_OAUTH_TOKEN"
+http_headers = { "X-Figma-Region" = "us-east-1" }
+env_http_headers = { "X-Org-Id" = "FIGMA_ORG_ID" }
+enabled = false
+required = true
+"#;
+
+#[test]
+fn a_codex_mcp_servers_table_pastes_unchanged() {
+    let w = World::new();
+    w.user(CODEX_DOCS);
+    let loaded = w.load().unwrap();
+    let s = server(&loaded, "server-name");
+    assert_eq!(
+        s.origin,
+        Origin::UserConfig(w.home.join(".nanohermes/config.toml"))
+    );
+    let Transport::Stdio(stdio) = &s.transport else {
+        panic!("{s:?}")
+    };
+    assert_eq!(
+        (stdio.command.as_str(), stdio.args.as_slice()),
+        ("npx", &["-y".to_owned(), "mcp-server".to_owned()][..])
+    );
+    assert_eq!(stdio.env["API_KEY"], "value");
+    assert_eq!(stdio.env_vars, ["API_KEY2"]);
+    assert_eq!(
+        stdio.cwd.as_deref(),
+        Some(Path::new("/Users/<user>/code/my-server"))
+    );
+    assert_eq!(
+        (s.startup_timeout, s.tool_timeout),
+        (Duration::from_secs(20), Duration::from_secs(30))
+    );
+    assert_eq!(
+        s.enabled_tools.as_deref().unwrap(),
+        ["search_issues", "create_issue"]
+    );
+    assert_eq!(s.disabled_tools, ["delete_repo"]);
+
+    let f = server(&loaded, "figma");
+    let Transport::Http(http) = &f.transport else {
+        panic!("{f:?}")
+    };
+    assert_eq!(http.url, "https://mcp.figma.com/mcp");
+    assert_eq!(
+        http.bearer_token_env_var.as_deref(),
+        Some("FIGMA_OAUTH_TOKEN")
+    );
+    assert_eq!(http.headers["X-Figma-Region"], "us-east-1");
+    assert_eq!(http.env_headers["X-Org-Id"], "FIGMA_ORG_ID");
+    assert!(!f.enabled && f.required);
+    assert_eq!(
+        (f.startup_timeout, f.tool_timeout),
+        (Duration::from_secs(10), Duration::from_secs(60)),
+        "Codex's defaults"
+    );
+
+    // The seven built-ins come first, untouched.
+    let names: Vec<_> = loaded
+        .settings
+        .servers
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "files",
+            "grep",
+            "shell",
+            "git",
+            "memory",
+            "todo",
+            "web",
+            "figma",
+            "server-name"
+        ]
+    );
+    assert!(
+        loaded.settings.servers[..7]
+            .iter()
+            .all(|s| s.transport == Transport::InProcess && s.origin == Origin::Default)
+    );
+}
+
+#[test]
+fn a_claude_code_mcp_json_with_defaults_expands() {
+    let w = World::new();
+    w.user(&w.trust_line()).mcp_json(
+        r#"{
+  "mcpServers": {
+    "api-server": {
+      "type": "http",
+      "url": "${API_BASE_URL:-https://api.example.com}/mcp",
+      "headers": { "Authorization": "Bearer ${API_KEY}" }
+    },
+    "fs": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-filesystem", "${ROOT:-.}"],
+      "env": { "LOG": "${LOG_LEVEL:-info}" }
+    }
+  }
+}"#,
+    );
+    let sources = w.sources(&[("API_KEY", "k-123")], Overrides::default());
+    let loaded = sources::load(&sources).unwrap();
+    let api = server(&loaded, "api-server");
+    let Transport::Http(http) = &api.transport else {
+        panic!("{api:?}")
+    };
+    assert_eq!(http.url, "https://api.example.com/mcp");
+    assert_eq!(http.headers["Authorization"], "Bearer k-123");
+    let fs = server(&loaded, "fs");
+    let Transport::Stdio(stdio) = &fs.transport else {
+        panic!("{fs:?}")
+    };
+    assert_eq!(stdio.args[2], ".");
+    assert_eq!(stdio.env["LOG"], "info");
+
+    let missing = sources::load(&w.sources(&[], Overrides::default())).unwrap_err();
+    assert_eq!(
+        missing.to_string(),
+        format!(
+            "{}/.mcp.json:6: server \"api-server\": headers: ${{API_KEY}} is not set; set API_KEY in the environment or write ${{API_KEY:-default}}",
+            w.workspace.display()
+        )
+    );
+}
+
+#[test]
+fn an_unknown_key_names_file_line_key_and_the_allowed_keys() {
+    let w = World::new();
+    w.user("model = \"m\"\n\n\n\n\n\nmodle = \"x\"\n");
+    assert_eq!(
+        w.load().unwrap_err().to_string(),
+        "~/.nanohermes/config.toml:7: unknown key \"modle\"; allowed keys: model, base_url, api_key_env, fallback_model, temperature, max_tokens, stream, thinking, max_iterations, max_retries, retry_base_ms, mode, auto_approve, allow, deny, hooks, mcp_servers, projects"
+    );
+    // Codex's silently ignored `[mcp.servers]` typo (codex#3441) is loud here.
+    w.user("[mcp.servers.gh]\ncommand = \"x\"\n");
+    let e = w.load().unwrap_err().to_string();
+    assert!(
+        e.starts_with("~/.nanohermes/config.toml:1: unknown key \"mcp\"; allowed keys: model,"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_bad_value_names_the_key_and_the_choices() {
+    let w = World::new();
+    w.user("model = \"m\"\n\nmode = \"yolo\"\n");
+    assert_eq!(
+        w.load().unwrap_err().to_string(),
+        "~/.nanohermes/config.toml:3: mode = \"yolo\" is not allowed; use one of default, accept-edits, plan, goal, debug"
+    );
+    w.user("[mcp_servers.gh]\ncommand = \"gh\"\nurl = \"https://h/mcp\"\n");
+    assert_eq!(
+        w.load().unwrap_err().to_string(),
+        "~/.nanohermes/config.toml:3: [mcp_servers.gh] sets both command and url; keep command (a program over stdio) or url (Streamable HTTP)"
+    );
+    let env = [("NANOHERMES_MODE", "yolo")];
+    w.user("");
+    assert_eq!(
+        sources::load(&w.sources(&env, Overrides::default()))
+            .unwrap_err()
+            .to_string(),
+        "NANOHERMES_MODE: \"yolo\" is not allowed; use one of default, accept-edits, plan, goal, debug"
+    );
+}
+
+#[test]
+fn builtins_are_disabled_moved_to_a_process_pointed_at_a_url_or_replaced() {
+    let w = World::new();
+    w.user(
+        r#"
+[mcp_servers.web]
+enabled = false
+
+[mcp_servers.shell]
+run = "process"
+tool_timeout_sec = 120
+
+[mcp_servers.files]
+builtin = "files"
+url = "http://127.0.0.1:8931/mcp"
+
+[mcp_servers.git]
+command = "my-git-mcp"
+
+[mcp_servers.notes]
+builtin = "memory"
+run = "process"
+"#,
+    );
+    let loaded = w.load().unwrap();
+    assert!(!server(&loaded, "web").enabled);
+    assert_eq!(server(&loaded, "web").transport, Transport::InProcess);
+    let shell = server(&loaded, "shell");
+    assert_eq!(
+        (shell.builtin, &shell.transport),
+        (Some(BuiltinName::Shell), &Transport::BuiltinProcess)
+    );
+    assert_eq!(shell.tool_timeout, Duration::from_secs(120));
+    let files = server(&loaded, "files");
+    assert_eq!(files.builtin, Some(BuiltinName::Files));
+    assert!(matches!(&files.transport, Transport::Http(h) if h.url == "http://127.0.0.1:8931/mcp"));
+    let git = server(&loaded, "git");
+    assert_eq!(git.builtin, None, "replaced by a third-party server");
+    assert!(matches!(&git.transport, Transport::Stdio(s) if s.command == "my-git-mcp"));
+    let notes = server(&loaded, "notes");
+    assert_eq!(
+        (notes.builtin, &notes.transport),
+        (Some(BuiltinName::Memory), &Transport::BuiltinProcess)
+    );
+    assert_eq!(server(&loaded, "todo").transport, Transport::InProcess);
+
+    // A project table that only adjusts settings keeps the user's program and origin.
+    w.user(&format!(
+        "{}\n[mcp_servers.gh]\ncommand = \"gh-mcp\"\n",
+        w.trust_line()
+    ))
+    .project("[mcp_servers.gh]\nenabled = false\n");
+    let adjusted = w.load().unwrap();
+    let gh = server(&adjusted, "gh");
+    assert!(!gh.enabled);
+    assert_eq!(
+        gh.origin,
+        Origin::UserConfig(w.home.join(".nanohermes/config.toml"))
+    );
+    // One that changes what runs (even just env) becomes the project's.
+    w.project("[mcp_servers.gh]\ncommand = \"gh-mcp\"\nenv = { LD_PRELOAD = \"x.so\" }\n");
+    assert!(server(&w.load().unwrap(), "gh").origin.is_project());
+}
+
+#[test]
+fn mcp_flag_with_a_quoted_path_containing_spaces() {
+    let w = World::new();
+    let dir = w.workspace.join("my tools");
+    std::fs::create_dir_all(&dir).unwrap();
+    let program = dir.join("server bin");
+    std::fs::write(&program, "#!/bin/sh\n").unwrap();
+    let flag = format!(
+        "docs='{}' --root \"{}\" -v",
+        program.display(),
+        dir.display()
+    );
+    let spec = parse_mcp_flag(&flag).unwrap();
+    let Transport::Stdio(stdio) = &spec.transport else {
+        panic!("{spec:?}")
+    };
+    assert_eq!(Path::new(&stdio.command), program);
+    assert!(Path::new(&stdio.command).is_file());
+    assert_eq!(
+        stdio.args,
+        [
+            "--root".to_owned(),
+            dir.display().to_string(),
+            "-v".to_owned()
+        ]
+    );
+
+    // Flags replace a config server of the same name, and accept a URL.
+    w.user("[mcp_servers.docs]\ncommand = \"old\"\n");
+    let flags = Overrides {
+        mcp: vec![flag, "remote=https://mcp.example.com/mcp".into()],
+        ..Overrides::default()
+    };
+    let loaded = sources::load(&w.sources(&[], flags)).unwrap();
+    assert_eq!(server(&loaded, "docs").origin, Origin::Flag);
+    assert!(
+        matches!(&server(&loaded, "remote").transport, Transport::Http(h) if h.url == "https://mcp.example.com/mcp")
+    );
+}
