@@ -833,3 +833,45 @@ async fn the_hub_timeout_sits_above_every_builtin_maximum() {
     );
     hub.shutdown().await;
 }
+
+/// A loopback HTTP server that answers every request with `body`.
+async fn loopback_page(body: &'static str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request).await;
+            let response = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(response.as_bytes()).await;
+        }
+    });
+    url
+}
+
+#[tokio::test]
+async fn allow_private_network_reaches_the_web_builtin() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = loopback_page("intranet page").await;
+    let fetch = |hub: Hub| {
+        let url = url.clone();
+        async move {
+            let text = hub.call("web_fetch", args(json!({"url": url}))).await;
+            hub.shutdown().await;
+            text
+        }
+    };
+
+    let refused = fetch(start(dir.path(), &[Builtin::Web], vec![]).await).await;
+    assert!(refused.starts_with("ERROR"), "{refused}");
+    assert!(!refused.contains("intranet page"), "{refused}");
+
+    let mut allowed = config(dir.path(), &[Builtin::Web], vec![]);
+    allowed.allow_private_network = true;
+    let fetched = fetch(Hub::start(allowed).await.unwrap()).await;
+    assert!(fetched.contains("intranet page"), "{fetched}");
+}
