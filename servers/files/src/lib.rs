@@ -12,7 +12,7 @@
 //! - a failing tool answers with `isError: true` and a message saying what to
 //!   do next; JSON-RPC errors are left for unknown tools and bad parameters.
 
-mod atomic;
+mod apply;
 mod edit;
 mod list;
 mod patch;

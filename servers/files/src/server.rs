@@ -2,7 +2,7 @@
 //! confines paths, runs the blocking file work off the async thread and
 //! turns outcomes into tool results.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use mcp_tools::{ToolContext, blocking};
@@ -13,9 +13,9 @@ use rmcp::{ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::atomic::write_atomic;
-use crate::read::{DEFAULT_LIMIT, ReadRequest, io_message};
-use crate::{edit, list, patch, read};
+use crate::apply::write_file;
+use crate::read::{DEFAULT_LIMIT, ReadRequest, io_message, read_text};
+use crate::{apply, edit, list, read};
 
 /// Arguments of `read_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -140,7 +140,7 @@ impl FilesServer {
                 return Err(format!("{} is a directory; give a file path", args.path));
             }
             let existed = path.exists();
-            write_atomic(&path, args.content.as_bytes()).map_err(|e| io_message(&args.path, &e))?;
+            write_file(&path, args.content.as_bytes()).map_err(|e| io_message(&args.path, &e))?;
             let verb = if existed { "overwrote" } else { "created" };
             Ok(format!(
                 "{verb} {} ({} bytes)",
@@ -174,7 +174,7 @@ impl FilesServer {
                 replace_all,
                 &args.path,
             )?;
-            write_atomic(&path, new_text.as_bytes()).map_err(|e| io_message(&args.path, &e))?;
+            write_file(&path, new_text.as_bytes()).map_err(|e| io_message(&args.path, &e))?;
             let (first, last) = edit::first_edit_lines(&text, &args.old_string, &args.new_string);
             let plural = if count == 1 { "" } else { "s" };
             Ok(format!(
@@ -197,8 +197,8 @@ impl FilesServer {
         &self,
         Parameters(args): Parameters<ApplyPatchArgs>,
     ) -> Result<String, String> {
-        let server = self.clone();
-        blocking(move || server.apply_patch_blocking(&args.patch)).await
+        let ctx = Arc::clone(&self.ctx);
+        blocking(move || apply::apply_patch(&ctx.workspace, &args.patch)).await
     }
 
     /// List a directory: sorted paths, `/` after directories, `@` after symlinks; skips gitignored files.
@@ -232,155 +232,6 @@ impl FilesServer {
     fn resolve(&self, path: &str) -> Result<PathBuf, String> {
         self.ctx.workspace.resolve(path).map_err(|e| e.to_string())
     }
-
-    /// Plans every file change in memory, then writes them; if a write
-    /// fails, the files already written are put back.
-    fn apply_patch_blocking(&self, text: &str) -> Result<String, String> {
-        let files = patch::parse(text)?;
-        let plan = self.plan_patch(&files)?;
-        let mut done: Vec<&Change> = Vec::new();
-        for change in &plan {
-            if let Err(e) = change.commit() {
-                for undone in done.iter().rev() {
-                    undone.roll_back();
-                }
-                return Err(format!(
-                    "writing {} failed ({e}); every file was left as it was",
-                    change.shown
-                ));
-            }
-            done.push(change);
-        }
-        let summary: Vec<String> = plan.iter().map(Change::summary).collect();
-        Ok(format!("applied patch:\n{}", summary.join("\n")))
-    }
-
-    fn plan_patch(&self, files: &[patch::FilePatch]) -> Result<Vec<Change>, String> {
-        // Content as the patch goes along, so a file named twice sees its
-        // own earlier hunks.
-        let mut plan: Vec<Change> = Vec::new();
-        for file in files {
-            let source = file.old_path.as_deref();
-            let target = file.new_path.as_deref();
-            let shown = target.or(source).unwrap_or_default().to_string();
-            let current = match source {
-                None => None,
-                Some(src) => {
-                    let path = self.resolve(src)?;
-                    let pending = plan.iter().rev().find(|c| c.path == path);
-                    Some(match pending {
-                        Some(c) => c
-                            .new_text
-                            .clone()
-                            .ok_or_else(|| format!("{src} is deleted earlier in the patch"))?,
-                        None => read_text(&path, src)?,
-                    })
-                }
-            };
-            let mut lines = patch::Lines::from_text(current.as_deref().unwrap_or(""));
-            patch::apply_hunks(&mut lines, &file.hunks, &shown)?;
-            let new_text = lines.to_text();
-            match (source, target) {
-                (None, Some(dst)) => {
-                    let path = self.resolve(dst)?;
-                    if path.exists() && !plan.iter().any(|c| c.path == path && c.new_text.is_none())
-                    {
-                        return Err(format!(
-                            "{dst} already exists; patch it with `--- a/{dst}` instead of `--- /dev/null`"
-                        ));
-                    }
-                    plan.push(Change::new(path, dst, Some(new_text), "A"));
-                }
-                (Some(src), None) => {
-                    if !new_text.is_empty() && !file.hunks.is_empty() {
-                        return Err(format!(
-                            "{src} is deleted but the patch does not remove all of its lines"
-                        ));
-                    }
-                    plan.push(Change::new(self.resolve(src)?, src, None, "D"));
-                }
-                (Some(src), Some(dst)) if src != dst => {
-                    let dst_path = self.resolve(dst)?;
-                    if dst_path.exists() {
-                        return Err(format!(
-                            "cannot rename {src} to {dst}: {dst} already exists"
-                        ));
-                    }
-                    plan.push(Change::new(dst_path, dst, Some(new_text), "A"));
-                    plan.push(Change::new(self.resolve(src)?, src, None, "D"));
-                }
-                (Some(src), Some(_)) => {
-                    plan.push(Change::new(self.resolve(src)?, src, Some(new_text), "M"));
-                }
-                (None, None) => {
-                    return Err("a file in the patch has neither an old nor a new path".into());
-                }
-            }
-        }
-        Ok(plan)
-    }
-}
-
-/// One planned file change, with what it replaces so it can be undone.
-struct Change {
-    path: PathBuf,
-    shown: String,
-    /// The new content; `None` deletes the file.
-    new_text: Option<String>,
-    /// The bytes on disk before the change; `None` if there was no file.
-    original: Option<Vec<u8>>,
-    kind: &'static str,
-}
-
-impl Change {
-    fn new(path: PathBuf, shown: &str, new_text: Option<String>, kind: &'static str) -> Self {
-        let original = std::fs::read(&path).ok();
-        Self {
-            path,
-            shown: shown.to_string(),
-            new_text,
-            original,
-            kind,
-        }
-    }
-
-    fn commit(&self) -> std::io::Result<()> {
-        match &self.new_text {
-            Some(text) => write_atomic(&self.path, text.as_bytes()),
-            None => match std::fs::remove_file(&self.path) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-                other => other,
-            },
-        }
-    }
-
-    fn roll_back(&self) {
-        let _ = match &self.original {
-            Some(bytes) => write_atomic(&self.path, bytes),
-            None => std::fs::remove_file(&self.path),
-        };
-    }
-
-    fn summary(&self) -> String {
-        format!("{} {}", self.kind, self.shown)
-    }
-}
-
-/// Reads a whole file as UTF-8 text, for the tools that rewrite it.
-fn read_text(path: &Path, shown: &str) -> Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|e| io_message(shown, &e))?;
-    if meta.is_dir() {
-        return Err(format!("{shown} is a directory, not a file"));
-    }
-    if meta.len() > read::HARD_CAP_BYTES {
-        return Err(format!(
-            "{shown} is {} bytes, over the 4 MB cap for editing",
-            meta.len()
-        ));
-    }
-    let bytes = std::fs::read(path).map_err(|e| io_message(shown, &e))?;
-    String::from_utf8(bytes)
-        .map_err(|_| format!("{shown} is not UTF-8 text; it cannot be edited as text"))
 }
 
 #[tool_handler(router = self.tool_router)]
