@@ -273,11 +273,11 @@ mod tests {
         // Were the LF a line end of its own, it would end the event and the
         // two data lines would not be joined.
         assert_eq!(decoder.push(b"data: {\"a\":\r").unwrap(), vec![]);
-        assert_eq!(decoder.push(b"\ndata: 1}\r").unwrap(), vec![]);
         assert_eq!(
-            decoder.push(b"\n").unwrap(),
+            decoder.push(b"\ndata: 1}\r").unwrap(),
             vec![Frame::Data(json!({"a":1}))]
         );
+        assert_eq!(decoder.push(b"\n").unwrap(), vec![]);
         // A lone CR at the end of a read followed by other text is a line end.
         assert_eq!(decoder.push(b"\r").unwrap(), vec![]);
         assert_eq!(decoder.push(b"data: [DONE]\r").unwrap(), vec![Frame::Done]);
