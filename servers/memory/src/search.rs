@@ -21,9 +21,8 @@
 //! kept: if the bounded tier 1 finds fewer than `limit`, it runs again
 //! unbounded, so a memory holding every term is never missed.
 //!
-//! Tier 2 reads each term's rows on its own (the newest
-//! [`RANKED_CANDIDATES`] of a common term, all of a rarer one; no scoring,
-//! so this is cheap) and counts per memory how many terms it holds and how
+//! Tier 2 reads each term's rows on its own (the newest [`TERM_ROWS`] of
+//! a common term, all of a rarer one; no scoring, so this is cheap) and counts per memory how many terms it holds and how
 //! rare they are. The best [`SCORED_CANDIDATES`] by that count get exact
 //! counts (an older memory found through a rare term is checked for the
 //! common terms too) and are ordered by count, then bm25. bm25 is scored
@@ -46,6 +45,14 @@ pub const RANKED_CANDIDATES: usize = 2_000;
 
 /// Tier-2 candidates scored with bm25 after counting matched terms.
 pub const SCORED_CANDIDATES: usize = 200;
+
+/// Newest matches of one indexed term read in tier 2: a term with fewer
+/// is read in full (a rare term finds old memories too), a commoner one
+/// stands for itself by its newest this many.
+pub const TERM_ROWS: usize = 500;
+
+/// Most rows tier 2 scores with bm25 (the newest matches of any term).
+pub const SCORED_ROWS: usize = 400;
 
 /// Newest matches of one substring term read in tier 2 (it has no index,
 /// so a rare one costs a scan of the table).
@@ -175,13 +182,13 @@ fn any_term(conn: &Connection, terms: &Terms) -> rusqlite::Result<Vec<Memory>> {
     })?;
     let mut per_term: Vec<TermRows<'_>> = Vec::new();
     let mut by_index = conn.prepare_cached(&format!(
-        "SELECT rowid FROM {INDEX} WHERE {INDEX} MATCH ?1 ORDER BY rowid DESC LIMIT {RANKED_CANDIDATES}"
+        "SELECT rowid FROM {INDEX} WHERE {INDEX} MATCH ?1 ORDER BY rowid DESC LIMIT {TERM_ROWS}"
     ))?;
     for (term, expression) in terms.indexed() {
         let ids = by_index
             .query_map([expression], |r| r.get(0))?
             .collect::<rusqlite::Result<Vec<i64>>>()?;
-        per_term.push(term_rows(term, ids, RANKED_CANDIDATES));
+        per_term.push(term_rows(term, ids, TERM_ROWS));
     }
     // A substring term has no index: its newest few matches stand for it.
     let mut by_substring = conn.prepare_cached(&format!(
@@ -218,9 +225,9 @@ fn any_term(conn: &Connection, terms: &Terms) -> rusqlite::Result<Vec<Memory>> {
     }
     let rarity: HashMap<i64, f64> = best.iter().map(|(id, t)| (*id, t.rarity)).collect();
 
-    // bm25 over the window where every term's rows were read in full (no
-    // term has more than RANKED_CANDIDATES rows there, so scoring stays
-    // bounded), and no older than the oldest candidate. Older candidates (found through a rarer term) rank after
+    // bm25 over the newest SCORED_ROWS matches in the window where every
+    // term's rows were read in full, no older than the oldest candidate:
+    // scoring costs a lookup per row, so it stays bounded. Older candidates (found through a rarer term) rank after
     // scored ones that hold as many terms, by rarity.
     let window = per_term
         .iter()
@@ -232,7 +239,7 @@ fn any_term(conn: &Connection, terms: &Terms) -> rusqlite::Result<Vec<Memory>> {
     if let Some(expression) = terms.expression(false) {
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT rowid, bm25({INDEX}, 1.0, 0.5) FROM {INDEX}
-             WHERE {INDEX} MATCH ?1 AND rowid >= ?2"
+             WHERE {INDEX} MATCH ?1 AND rowid >= ?2 ORDER BY rowid DESC LIMIT {SCORED_ROWS}"
         ))?;
         for row in stmt.query_map(rusqlite::params![expression, window], |r| {
             Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?))
