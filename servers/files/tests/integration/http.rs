@@ -443,3 +443,13 @@ fn allow_remote_with_a_token_serves_every_interface_and_checks_the_token() {
     );
     assert_eq!(forged.status, 403, "{forged:?}");
 }
+
+#[test]
+fn a_port_in_use_is_a_startup_error() {
+    let first = Server::start(&["--http", "127.0.0.1:0"]);
+    let err = refused_at_start(&["--http", &first.addr], &[]);
+    assert!(
+        err.contains(&format!("cannot listen on {}", first.addr)),
+        "{err}"
+    );
+}
