@@ -14,7 +14,12 @@
 //! - an empty commit is refused with a message, before git is asked;
 //! - every path is confined to the workspace and passed as a literal
 //!   pathspec after `--`; a revision starting with `-` is refused;
-//! - git runs with the root as cwd, prompts and pager off, in the C locale;
+//! - git runs with the root as cwd, prompts and pager off, in the C locale,
+//!   through the kit's spawn policy: its own process group, no secrets in
+//!   its or its hooks' environment, its whole tree killed when it ends;
+//! - the read-only tools run nothing the repository configures
+//!   (`core.fsmonitor`, filter, external-diff and textconv drivers, hooks,
+//!   signature checks, pager): see [`runner`];
 //!   "git is not installed" and "not a git repository" are errors that say so;
 //! - output is clamped to the server's `--max-output`.
 //!
@@ -110,6 +115,11 @@ impl GitServer {
     /// A server running the given git executable (a name looked up on
     /// `PATH`, or a path).
     pub fn with_git_binary(ctx: ToolContext, git_binary: PathBuf) -> Self {
+        // Orphans of hooks come back to this process, to be killed with
+        // their tree and reaped; without it they are still found by marker.
+        if let Err(e) = mcp_tools::spawn::become_subreaper() {
+            tracing::warn!("cannot become a child subreaper: {e}");
+        }
         let git = Git::new(git_binary, ctx.workspace.root());
         Self {
             ctx: Arc::new(ctx),
@@ -129,7 +139,9 @@ impl GitServer {
         open_world_hint = false
     ))]
     async fn git_status(&self) -> Result<String, String> {
-        let text = status::status(&self.git).await.map_err(|e| e.to_string())?;
+        let text = status::status(&self.git.read_only())
+            .await
+            .map_err(|e| e.to_string())?;
         Ok(clamp(&text, self.ctx.max_output))
     }
 
@@ -152,7 +164,7 @@ impl GitServer {
             pathspec,
             against: args.against,
         };
-        diff::diff(&self.git, &request, self.ctx.max_output)
+        diff::diff(&self.git.read_only(), &request, self.ctx.max_output)
             .await
             .map_err(|e| clamp(&e, self.ctx.max_output))
     }
@@ -172,7 +184,7 @@ impl GitServer {
             Some(path) => Some(pathspec(&self.ctx.workspace, path)?),
             None => None,
         };
-        let text = log::log(&self.git, max_count, pathspec.as_deref()).await?;
+        let text = log::log(&self.git.read_only(), max_count, pathspec.as_deref()).await?;
         Ok(clamp(&text, self.ctx.max_output))
     }
 

@@ -6,6 +6,24 @@
 //! (stable text to parse) and the editor disabled. Variables that would point
 //! git at another repository (`GIT_DIR`, `GIT_WORK_TREE`, ...) are removed, so
 //! the root alone decides which repository is used.
+//!
+//! Git is started through the kit's one spawn policy (`mcp_tools::spawn`):
+//! its own process group (a terminal's Ctrl-C does not stop a commit half
+//! way), no secrets in its environment or its hooks' (`ScrubSecrets`), and
+//! its whole process tree killed when the command ends or times out, so a
+//! hook cannot leave a `setsid` or double-forked process behind.
+//!
+//! A [`Git::read_only`] runner is for the read-only tools: the repository's
+//! own `.git/config` is written by whoever wrote the repository, so every
+//! setting that makes `status`, `diff` or `log` start a program is switched
+//! off for them: `core.fsmonitor` (run by every index refresh), filter
+//! drivers (`filter.NAME.clean`/`smudge`/`process`, run when a stat-dirty
+//! file is hashed; each defined driver is emptied), external diff and
+//! textconv drivers (`--no-ext-diff`, `--no-textconv`, `GIT_EXTERNAL_DIFF`
+//! removed), hooks (`core.hooksPath=/dev/null`; `post-index-change` could run
+//! on an index write), `log.showSignature` (runs gpg) and the pager
+//! (`--no-pager`). A commit keeps the repository's configuration: its hooks
+//! and filters run, as the user asked for them.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -13,10 +31,27 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use mcp_tools::Workspace;
+use mcp_tools::spawn::{self, EnvPolicy};
 
 /// How long one git command may run before it is killed. Commits run hooks,
 /// which may run a test suite, hence the generous bound.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How long the pipes are still read after git exited and its tree was
+/// killed (only an unattributable escapee can hold them longer).
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// Appends everything `pipe` yields to `buf` until end of file.
+async fn read_all<R: tokio::io::AsyncRead + Unpin>(
+    pipe: &mut Option<R>,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    use tokio::io::AsyncReadExt;
+    match pipe {
+        Some(pipe) => pipe.read_to_end(buf).await.map(|_| ()),
+        None => Ok(()),
+    }
+}
 
 /// Environment variables that redirect git away from the working directory.
 const REDIRECTING_ENV: &[&str] = &[
@@ -30,11 +65,20 @@ const REDIRECTING_ENV: &[&str] = &[
     "GIT_PREFIX",
 ];
 
+/// Settings that make read-only commands start programs, switched off.
+const READ_ONLY_CONFIG: &[&str] = &[
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "log.showSignature=false",
+    "diff.external=",
+];
+
 /// A git executable bound to a workspace root.
 #[derive(Debug, Clone)]
 pub struct Git {
     binary: PathBuf,
     root: PathBuf,
+    read_only: bool,
 }
 
 /// What a finished git command left behind.
@@ -87,7 +131,37 @@ impl Git {
         Self {
             binary,
             root: root.to_path_buf(),
+            read_only: false,
         }
+    }
+
+    /// The same git for read-only commands: nothing the repository
+    /// configures is run (see the module doc).
+    pub fn read_only(&self) -> Self {
+        Self {
+            read_only: true,
+            ..self.clone()
+        }
+    }
+
+    /// `-c` options emptying every filter driver the configuration defines:
+    /// `git config` only reads files, it runs nothing.
+    async fn disabled_filters(&self) -> Result<Vec<OsString>, GitError> {
+        let args = [
+            "config",
+            "--name-only",
+            "--get-regexp",
+            r"^filter\..*\.(clean|smudge|process)$",
+        ];
+        let out = self
+            .exec(args.iter().map(OsString::from).collect(), Vec::new())
+            .await?;
+        let mut options = Vec::new();
+        for name in out.stdout.lines().filter(|l| !l.is_empty()) {
+            options.push(OsString::from("-c"));
+            options.push(OsString::from(format!("{name}=")));
+        }
+        Ok(options)
     }
 
     /// Runs `git ARGS` and returns its output whatever its exit code, except
@@ -97,9 +171,28 @@ impl Git {
         I: IntoIterator<Item = S>,
         S: Into<OsString>,
     {
-        let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+        let mut args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+        let mut hardening = Vec::new();
+        if self.read_only {
+            hardening = self.disabled_filters().await?;
+            for option in READ_ONLY_CONFIG {
+                hardening.push("-c".into());
+                hardening.push((*option).into());
+            }
+            if args.first().is_some_and(|a| a == "diff" || a == "log") {
+                args.splice(1..1, ["--no-ext-diff".into(), "--no-textconv".into()]);
+            }
+        }
+        self.exec(args, hardening).await
+    }
+
+    async fn exec(
+        &self,
+        args: Vec<OsString>,
+        hardening: Vec<OsString>,
+    ) -> Result<GitOutput, GitError> {
         let shown = shown_command(&args);
-        let mut command = tokio::process::Command::new(&self.binary);
+        let mut command = spawn::command(&self.binary, &EnvPolicy::ScrubSecrets);
         command
             .current_dir(&self.root)
             .args([
@@ -109,6 +202,7 @@ impl Git {
                 "-c",
                 "core.quotepath=false",
             ])
+            .args(&hardening)
             .args(&args)
             .env("GIT_TERMINAL_PROMPT", "0")
             .env("GIT_PAGER", "cat")
@@ -117,14 +211,17 @@ impl Git {
             .env("GIT_OPTIONAL_LOCKS", "0")
             .env("LC_ALL", "C")
             .env("LANGUAGE", "C")
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
+            .stderr(Stdio::piped());
         for name in REDIRECTING_ENV {
             command.env_remove(name);
         }
-        let child = command.spawn().map_err(|e| {
+        if self.read_only {
+            command.env_remove("GIT_EXTERNAL_DIFF");
+        }
+        // The tree is killed when this function returns, however it does:
+        // nothing git or a hook started outlives the command.
+        let (mut child, tree) = command.spawn().map_err(|e| {
             let binary = self.binary.display().to_string();
             if e.kind() == std::io::ErrorKind::NotFound {
                 GitError::NotInstalled(binary)
@@ -132,14 +229,37 @@ impl Git {
                 GitError::Spawn(binary, e.to_string())
             }
         })?;
-        let output = tokio::time::timeout(COMMAND_TIMEOUT, child.wait_with_output())
-            .await
-            .map_err(|_| GitError::TimedOut(shown.clone()))?
-            .map_err(|e| GitError::Spawn(self.binary.display().to_string(), e.to_string()))?;
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        let (mut out_pipe, mut err_pipe) = (child.stdout.take(), child.stderr.take());
+        let status = tokio::time::timeout(COMMAND_TIMEOUT, async {
+            // Read while git runs (a full pipe would stall it); once git has
+            // exited, its tree is killed, so a process a hook left holding
+            // the pipes cannot keep the read open.
+            let read_both = async {
+                let (a, b) = tokio::join!(
+                    read_all(&mut out_pipe, &mut stdout),
+                    read_all(&mut err_pipe, &mut stderr)
+                );
+                a.and(b)
+            };
+            let mut read_both = std::pin::pin!(read_both);
+            tokio::select! {
+                read = &mut read_both => { read?; child.wait().await }
+                status = child.wait() => {
+                    tree.kill();
+                    let _ = tokio::time::timeout(DRAIN_GRACE, read_both).await;
+                    status
+                }
+            }
+        })
+        .await
+        .map_err(|_| GitError::TimedOut(shown.clone()))?
+        .map_err(|e| GitError::Spawn(self.binary.display().to_string(), e.to_string()))?;
+        drop(tree);
         let out = GitOutput {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            code: status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
         };
         if out.code != 0
             && out

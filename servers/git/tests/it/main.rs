@@ -8,6 +8,7 @@ mod commit;
 mod diff;
 mod errors;
 mod log;
+mod readonly;
 mod schema;
 mod status;
 mod stdio;
