@@ -1,9 +1,8 @@
 //! Where the list lives: in memory for the server instance, and optionally
-//! in a JSON file written atomically (temp file in the same directory,
-//! fsync, rename, fsync of the directory), so a crash leaves either the old
-//! list or the new one, never a torn file.
+//! in a JSON file written atomically by [`mcp_tools::write_atomic`] (temp
+//! file in the same directory, fsync, rename, fsync of the directory), so a
+//! crash leaves either the old list or the new one, never a torn file.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -104,25 +103,18 @@ impl Store {
     }
 }
 
+/// Mode of a new todo file: the agent's own state, private to the user
+/// (an existing file keeps whatever mode it has).
+const NEW_FILE_MODE: u32 = 0o600;
+
 fn write_atomically(path: &Path, todos: &[Todo]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(dir)?;
+    if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
     let mut bytes = serde_json::to_vec_pretty(&FileFormat {
         version: FILE_VERSION,
         todos: todos.to_vec(),
     })?;
     bytes.push(b'\n');
-    let mut temp = tempfile::Builder::new()
-        .prefix(".todo-")
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
-    temp.write_all(&bytes)?;
-    temp.as_file().sync_all()?;
-    temp.persist(path).map_err(|e| e.error)?;
-    // Make the rename itself durable.
-    std::fs::File::open(dir)?.sync_all()?;
-    Ok(())
+    mcp_tools::write_atomic(path, &bytes, NEW_FILE_MODE)
 }

@@ -143,3 +143,19 @@ async fn a_failed_save_keeps_the_previous_list() {
         "Todo list is empty\n"
     );
 }
+
+#[tokio::test]
+async fn a_save_keeps_the_file_mode_and_a_new_file_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("todos.json");
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let client = client(Store::open(&file).unwrap()).await;
+    let write = json!({"todos": [{"content": "A", "status": "pending"}]});
+    ok(&client, "todo_write", write.clone()).await;
+    assert_eq!(mode(&file), 0o600);
+    // The user shares the list with their group: a save must not undo that.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
+    ok(&client, "todo_write", write).await;
+    assert_eq!(mode(&file), 0o640);
+}
