@@ -123,7 +123,13 @@ fn plan_patch(ws: &Workspace, files: &[patch::FilePatch]) -> Result<Vec<Change>,
             Some(src) => Some(source(ws, &plan, src, on_entry)?),
         };
         let mut lines = patch::Lines::from_text(current.as_ref().map_or("", Source::text));
-        patch::apply_hunks(&mut lines, &file.hunks, &shown)?;
+        patch::apply_hunks(&mut lines, &file.hunks, &shown).map_err(|e| match &current {
+            Some(Source::Link(_, target)) => format!(
+                "{e}; {} is a symlink, and in a patch its content is its target path ({target}); to delete or rename the link, give no hunks",
+                old.unwrap_or_default()
+            ),
+            _ => e,
+        })?;
         let new_text = lines.to_text();
         match (old, new, current) {
             (None, Some(dst), _) => {

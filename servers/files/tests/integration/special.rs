@@ -183,6 +183,19 @@ async fn a_link_to_outside_can_be_deleted_but_not_read_or_written_through() {
         let err = fx.call(tool, args).await.err();
         assert!(!err.contains("top secret"), "{tool} leaked: {err}");
     }
+    // The hunk for the target's content does not match the link's own
+    // content, and the error says what would.
+    let err = fx
+        .call(
+            "apply_patch",
+            json!({"patch": "--- a/out_link\n+++ /dev/null\n@@ -1 +0,0 @@\n-top secret\n"}),
+        )
+        .await
+        .err();
+    assert!(
+        err.contains("out_link is a symlink") && err.contains("give no hunks"),
+        "{err}"
+    );
     let delete = "diff --git a/out_link b/out_link\ndeleted file mode 120000\n";
     let out = fx.call("apply_patch", json!({"patch": delete})).await.ok();
     assert_eq!(out, "applied patch:\nD out_link");
