@@ -1,24 +1,37 @@
-//! The command line: `nanohermes run "TASK"` and `nanohermes tools`.
+//! The command line: `nanohermes run "TASK"`, `nanohermes tools` and
+//! `nanohermes mcp …`.
 //!
-//! Exit codes: 0 when the model finished, 1 on an error (one line on
-//! stderr, no backtrace), 2 on a usage error, 3 when the iteration limit was
-//! reached, 130 when interrupted.
+//! Every command loads the configuration the same way ([`setup::load`]):
+//! the user's config, a trusted project's files, the environment, the
+//! flags. Exit codes: 0 when the model finished, 1 on an error (one line on
+//! stderr, no backtrace), 2 on a usage or configuration error (the line
+//! names `FILE:LINE`), 3 when the iteration limit was reached, 130 when
+//! interrupted.
+
+mod mcp;
+mod run;
+mod setup;
+mod signals;
+mod table;
+mod tools;
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::agent::{Agent, Outcome};
-use crate::config::{Config, Options};
-use crate::hub::Hub;
-use crate::interrupt::Interrupt;
-use crate::llm::Client;
-use crate::prompt::system_prompt;
-use crate::ui::{TerminalUi, Ui};
+use crate::config::Options;
+use crate::config::sources::ConfigError;
+
+pub use mcp::{AddArgs, McpCommand};
+pub use run::run;
+pub use setup::{Setup, load};
+pub use tools::tools;
 
 /// Exit code when the iteration limit ends a run.
 pub const EXIT_ITERATION_LIMIT: u8 = 3;
+/// Exit code for a usage or configuration error.
+pub const EXIT_USAGE: u8 = 2;
 /// Exit code when Ctrl-C ends a run.
 pub const EXIT_INTERRUPTED: u8 = 130;
 
@@ -45,21 +58,34 @@ pub enum Command {
     },
     /// List the tools the model would see, with their server and whether they are read-only.
     Tools,
+    /// Manage and try MCP servers: list, get, add, remove, call.
+    Mcp {
+        /// What to do with the servers.
+        #[command(subcommand)]
+        command: McpCommand,
+    },
+    /// Serve one built-in over stdio or --http (used for run = "process").
+    #[command(hide = true, disable_help_flag = true)]
+    Builtin {
+        /// The built-in's name.
+        name: String,
+        /// Its server flags (`--root`, `--http`, ...).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
 }
 
-/// The variable the model's API key is read from; no child ever gets it.
-pub const API_KEY_VAR: &str = "OPENAI_API_KEY";
-
-/// The whole program: parse, run, map the outcome to an exit code. Every
-/// exit path ends every process the agent started
+/// The whole program: parse, load the configuration, run, map the outcome
+/// to an exit code. Every exit path ends every process the agent started
 /// ([`mcp_tools::spawn::kill_all_spawned`]): here after the run, in the
 /// second Ctrl-C's handler, and on SIGTERM or SIGHUP.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    // A built-in child needs no model, key or config: it runs its own runtime.
+    if let Command::Builtin { name, args } = &cli.command {
+        return crate::hub::serve_builtin_main(name, args);
+    }
     init_logging();
-    // Before anything is spawned: no child may receive the model's key,
-    // whatever policy it is started with.
-    mcp_tools::spawn::withhold(API_KEY_VAR);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -67,15 +93,14 @@ pub fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(e) => return fail(&anyhow::anyhow!("cannot start the async runtime: {e}")),
     };
-    let api_key = std::env::var(API_KEY_VAR).ok();
+    let options = cli.options;
     let outcome = runtime.block_on(async move {
-        watch_terminate();
+        signals::watch_terminate();
         match cli.command {
-            Command::Run { task } => {
-                let config = Config::resolve(&cli.options, api_key, true)?;
-                run(config, &task.join(" ")).await
-            }
-            Command::Tools => tools(Config::resolve(&cli.options, api_key, false)?).await,
+            Command::Run { task } => run(load(&options, true)?.config, &task.join(" ")).await,
+            Command::Tools => tools(load(&options, false)?.config).await,
+            Command::Mcp { command } => mcp::main(&options, command).await,
+            Command::Builtin { .. } => unreachable!("served before the runtime starts"),
         }
     });
     // Do not wait for blocking tasks a tool may have left behind.
@@ -84,139 +109,6 @@ pub fn main() -> ExitCode {
     // (a background task, a daemon an external server left).
     mcp_tools::spawn::kill_all_spawned();
     outcome.unwrap_or_else(|e| fail(&e))
-}
-
-/// `nanohermes run`: starts the servers and builds the HTTP client at the
-/// same time, runs the loop, shuts the servers down.
-pub async fn run(config: Config, task: &str) -> anyhow::Result<ExitCode> {
-    let settings = config.model.clone();
-    // Building the TLS client reads the system's certificates: keep it off
-    // the path of the server start-up.
-    let client = tokio::task::spawn_blocking(move || Client::new(settings));
-    let hub = Hub::start(config.hub)
-        .await?
-        .offer_only(config.agent.policy);
-    let client = client.await??;
-
-    let mut ui = TerminalUi::default();
-    for warning in hub.warnings() {
-        ui.notice(warning);
-    }
-    let mut agent = Agent::new(client, hub, &system_prompt(&config.workspace), config.agent);
-    watch_ctrl_c(agent.interrupt());
-
-    let result = agent.run(task, &mut ui).await;
-    ui.finish_line();
-    let usage = agent.usage();
-    agent.into_tools().shutdown().await;
-
-    let summary = result?;
-    ui.notice(&format!("usage: {usage}"));
-    Ok(match summary.outcome {
-        Outcome::Done => ExitCode::SUCCESS,
-        Outcome::IterationLimit => ExitCode::from(EXIT_ITERATION_LIMIT),
-        Outcome::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
-    })
-}
-
-/// `nanohermes tools`: the merged tool list, one tool per line: the tools
-/// the model would be offered under the current policy (`--read-only`).
-pub async fn tools(config: Config) -> anyhow::Result<ExitCode> {
-    let policy = config.agent.policy;
-    let hub = Hub::start(config.hub).await?;
-    let mut ui = TerminalUi::default();
-    for warning in hub.warnings() {
-        ui.notice(warning);
-    }
-    let rows: Vec<[&str; 3]> = hub
-        .tools()
-        .iter()
-        .filter(|t| policy.allows(&t.facts()))
-        .map(|t| {
-            [
-                t.name.as_str(),
-                t.server.as_str(),
-                if t.read_only { "yes" } else { "no" },
-            ]
-        })
-        .collect();
-    let table = tool_table(&rows);
-    let mut out = std::io::stdout().lock();
-    let written = out.write_all(table.as_bytes()).and_then(|()| out.flush());
-    drop(out);
-    hub.shutdown().await;
-    written?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Left-aligned columns under a `TOOL SERVER READ-ONLY` header.
-fn tool_table(rows: &[[&str; 3]]) -> String {
-    let header = ["TOOL", "SERVER", "READ-ONLY"];
-    let width = |column: usize| {
-        rows.iter()
-            .map(|r| r[column].len())
-            .chain([header[column].len()])
-            .max()
-            .unwrap_or(0)
-    };
-    let (name_width, server_width) = (width(0), width(1));
-    std::iter::once(header)
-        .chain(rows.iter().copied())
-        .map(|[name, server, read_only]| {
-            format!("{name:name_width$}  {server:server_width$}  {read_only}\n")
-        })
-        .collect()
-}
-
-/// First Ctrl-C: stop at the next step boundary. Second: quit now.
-///
-/// The handler is registered before this returns, so a Ctrl-C that comes
-/// while the first request is in flight is not lost to the default action.
-fn watch_ctrl_c(interrupt: Interrupt) {
-    #[cfg(unix)]
-    let mut signals = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-    {
-        Ok(signals) => signals,
-        Err(_) => return,
-    };
-    tokio::spawn(async move {
-        #[cfg(unix)]
-        let mut next = async || signals.recv().await.is_some();
-        #[cfg(not(unix))]
-        let mut next = async || tokio::signal::ctrl_c().await.is_ok();
-        if !next().await {
-            return;
-        }
-        interrupt.request();
-        let _ = writeln!(
-            std::io::stderr(),
-            "\nnanohermes: interrupt requested; stopping at the next step boundary (Ctrl-C again to quit now)"
-        );
-        if next().await {
-            mcp_tools::spawn::kill_all_spawned();
-            std::process::exit(i32::from(EXIT_INTERRUPTED));
-        }
-    });
-}
-
-/// SIGTERM or SIGHUP: end every process the agent started, then exit with
-/// 128 + the signal's number, as a shell reports it.
-fn watch_terminate() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        for (kind, number) in [(SignalKind::terminate(), 15), (SignalKind::hangup(), 1)] {
-            let Ok(mut signals) = signal(kind) else {
-                continue;
-            };
-            tokio::spawn(async move {
-                if signals.recv().await.is_some() {
-                    mcp_tools::spawn::kill_all_spawned();
-                    std::process::exit(128 + number);
-                }
-            });
-        }
-    }
 }
 
 fn init_logging() {
@@ -228,21 +120,12 @@ fn init_logging() {
         .try_init();
 }
 
+/// One line on stderr; a configuration error exits 2, anything else 1.
 fn fail(error: &anyhow::Error) -> ExitCode {
     let _ = writeln!(std::io::stderr(), "nanohermes: error: {error:#}");
-    ExitCode::FAILURE
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tool_table_aligns_columns_under_a_header() {
-        let table = tool_table(&[["read_file", "files", "yes"], ["x__y", "ext", "no"]]);
-        assert_eq!(
-            table,
-            "TOOL       SERVER  READ-ONLY\nread_file  files   yes\nx__y       ext     no\n"
-        );
+    if error.downcast_ref::<ConfigError>().is_some() {
+        ExitCode::from(EXIT_USAGE)
+    } else {
+        ExitCode::FAILURE
     }
 }

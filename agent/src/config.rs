@@ -1,10 +1,18 @@
-//! Flags and environment, resolved into the settings the parts need.
+//! Flags, config files and the environment, resolved into the settings the
+//! parts need.
 //!
-//! Two stages: [`Options`] holds what the user typed (clap parses flags and
-//! `NANOHERMES_*`/`OPENAI_*` variables into it), [`Config::resolve`] checks
-//! it and turns it into [`ModelSettings`], [`HubConfig`] and
-//! [`AgentConfig`]. Every refusal is one line that says what to change.
+//! Three stages. [`Options`] holds what the user typed on the command line;
+//! every value is optional, so a flag's default never hides a file's value.
+//! [`sources::load`] lays the flags over the environment, the trusted
+//! project's files and the user's own config ([`Options::overrides`] turns
+//! the flags into its input). [`Config::from_settings`] applies the agent's
+//! defaults to what no layer set and checks the rest into
+//! [`ModelSettings`], [`HubConfig`], [`AgentConfig`] and [`Rules`]. Every
+//! refusal is one line that says what to change.
 
+pub mod sources;
+
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -12,44 +20,55 @@ use anyhow::{Context as _, bail};
 use clap::Args;
 
 use crate::agent::{AgentConfig, DEFAULT_MAX_ITERATIONS};
-use crate::hub::{Builtin, ExternalServer, HubConfig};
+use crate::hub::HubConfig;
 use crate::llm::{DEFAULT_BASE_URL, DEFAULT_MODEL, ModelSettings, RetryPolicy};
 use crate::policy::Policy;
+use sources::{ConfigError, HookEvent, HookGroup, Mode, Overrides, ServerSpec, Settings};
 
-/// How long every server gets to start and list its tools.
-pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// The variable the model's API key is read from when `api_key_env` is not set.
+pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
 
-/// The flags shared by every command.
-#[derive(Debug, Clone, Args)]
+/// The flags shared by every command. Nothing here has a default value:
+/// an absent flag leaves the key to the config files and the environment,
+/// and [`Config::from_settings`] applies the defaults last.
+#[derive(Debug, Clone, Default, Args)]
 pub struct Options {
     /// The directory the agent works in; tools cannot leave it [default: the current directory].
     #[arg(long, global = true, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
 
-    /// The model to ask.
-    #[arg(long, global = true, env = "NANOHERMES_MODEL", default_value = DEFAULT_MODEL)]
-    pub model: String,
+    /// The model to ask [default: gpt-4.1-mini; env: NANOHERMES_MODEL, OPENAI_MODEL].
+    #[arg(long, global = true, value_name = "MODEL")]
+    pub model: Option<String>,
 
-    /// A model to try once when the main one keeps failing (429/5xx, connection errors).
-    #[arg(
-        long,
-        global = true,
-        env = "NANOHERMES_FALLBACK_MODEL",
-        value_name = "MODEL"
-    )]
+    /// A model to try once when the main one keeps failing (429/5xx, connection errors) [env: NANOHERMES_FALLBACK_MODEL].
+    #[arg(long, global = true, value_name = "MODEL")]
     pub fallback_model: Option<String>,
 
-    /// The OpenAI-compatible API root, e.g. http://localhost:11434/v1 for Ollama.
-    #[arg(long, global = true, env = "OPENAI_BASE_URL", default_value = DEFAULT_BASE_URL, value_name = "URL")]
-    pub base_url: String,
+    /// The OpenAI-compatible API root, e.g. http://localhost:11434/v1 for Ollama [default: https://api.openai.com/v1; env: OPENAI_BASE_URL].
+    #[arg(long, global = true, value_name = "URL")]
+    pub base_url: Option<String>,
 
-    /// Model round trips before the run gives up.
-    #[arg(long, global = true, default_value_t = DEFAULT_MAX_ITERATIONS, value_name = "N")]
-    pub max_iterations: usize,
+    /// Sampling temperature, 0 to 2 [default: 0].
+    #[arg(long, global = true, value_name = "T")]
+    pub temperature: Option<f64>,
 
-    /// An external MCP server over stdio, as one string `NAME=COMMAND [ARGS...]`
-    /// (shell-style quoting); its tools are NAME__TOOL. Repeatable.
-    #[arg(long = "mcp", global = true, value_name = "NAME=COMMAND [ARGS...]")]
+    /// The most tokens one answer may have [default: 4096].
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tokens: Option<u32>,
+
+    /// Model round trips before the run gives up [default: 40].
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_iterations: Option<u32>,
+
+    /// An MCP server: `NAME=COMMAND [ARGS...]` as one string with shell-style
+    /// quoting (stdio), or `NAME=https://host/mcp` (Streamable HTTP); its tools
+    /// are NAME__TOOL and it replaces a configured server of the same name. Repeatable.
+    #[arg(
+        long = "mcp",
+        global = true,
+        value_name = "NAME=COMMAND [ARGS...] | NAME=URL"
+    )]
     pub mcp: Vec<String>,
 
     /// Ask for whole responses instead of a stream.
@@ -60,7 +79,7 @@ pub struct Options {
     #[arg(long, global = true)]
     pub thinking: bool,
 
-    /// Only offer and run tools annotated read-only (by a built-in or a server given with --mcp).
+    /// Only offer and run tools annotated read-only (by a built-in or a server you configured).
     #[arg(long, global = true)]
     pub read_only: bool,
 
@@ -68,17 +87,98 @@ pub struct Options {
     #[arg(long, global = true)]
     pub allow_private_network: bool,
 
-    /// Retries of a failed model request (429/5xx, connection errors).
-    #[arg(long, global = true, default_value_t = RetryPolicy::default().max_retries, value_name = "N")]
-    pub max_retries: u32,
+    /// Retries of a failed model request (429/5xx, connection errors) [default: 2].
+    #[arg(long, global = true, value_name = "N")]
+    pub max_retries: Option<u32>,
 
-    /// The first retry's wait in milliseconds; each later retry doubles it (capped at 30 s).
-    #[arg(long, global = true, default_value_t = 500, value_name = "MS")]
-    pub retry_base_ms: u64,
+    /// The first retry's wait in milliseconds; each later retry doubles it (capped at 30 s) [default: 500].
+    #[arg(long, global = true, value_name = "MS")]
+    pub retry_base_ms: Option<u64>,
 
     /// The largest tool result the model sees, in bytes.
     #[arg(long, global = true, default_value_t = mcp_tools::DEFAULT_MAX_OUTPUT, value_name = "BYTES")]
     pub max_output: usize,
+}
+
+impl Options {
+    /// The workspace, canonical: `--workspace` or the current directory.
+    pub fn workspace(&self) -> anyhow::Result<PathBuf> {
+        let workspace = match &self.workspace {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir().context("cannot read the current directory")?,
+        };
+        let canonical = workspace
+            .canonicalize()
+            .with_context(|| format!("workspace {} does not exist", workspace.display()))?;
+        if !canonical.is_dir() {
+            bail!("workspace {} is not a directory", workspace.display());
+        }
+        Ok(canonical)
+    }
+
+    /// The flags as the top layer of the config: only what was typed. An
+    /// empty `--model ""` or `--base-url ""` means "not set", as an empty
+    /// variable does.
+    pub fn overrides(&self) -> Result<Overrides, ConfigError> {
+        let non_empty = |v: &Option<String>| {
+            v.as_deref()
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned)
+        };
+        let base_url = non_empty(&self.base_url).map(|u| u.trim_end_matches('/').to_owned());
+        if let Some(url) = &base_url
+            && !sources::raw::is_http_url(url)
+        {
+            return Err(ConfigError::at(
+                "--base-url",
+                None,
+                format!(
+                    "{url:?} is not allowed; use an http:// or https:// URL such as http://localhost:11434/v1"
+                ),
+            ));
+        }
+        if let Some(t) = self.temperature
+            && !(0.0..=2.0).contains(&t)
+        {
+            return Err(ConfigError::at(
+                "--temperature",
+                None,
+                format!("{t} is not allowed; use a number from 0 to 2"),
+            ));
+        }
+        Ok(Overrides {
+            model: non_empty(&self.model),
+            base_url,
+            fallback_model: non_empty(&self.fallback_model),
+            temperature: self.temperature,
+            max_tokens: self.max_tokens,
+            stream: self.no_stream.then_some(false),
+            thinking: self.thinking.then_some(true),
+            max_iterations: self.max_iterations,
+            max_retries: self.max_retries,
+            retry_base_ms: self.retry_base_ms,
+            mcp: self.mcp.clone(),
+            ..Overrides::default()
+        })
+    }
+}
+
+/// The permission settings: parsed, merged and carried, but not enforced
+/// yet (only `--read-only` is, through [`AgentConfig::policy`]). The
+/// permission issue reads them from here.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Rules {
+    /// The permission mode.
+    pub mode: Mode,
+    /// Shell commands without asking in the default mode.
+    pub auto_approve: bool,
+    /// When set, only these tool patterns may run.
+    pub allow: Option<Vec<String>>,
+    /// These tool patterns never run.
+    pub deny: Vec<String>,
+    /// Hooks by event, every layer's in order.
+    pub hooks: BTreeMap<HookEvent, Vec<HookGroup>>,
 }
 
 /// Everything a run needs, checked.
@@ -86,111 +186,115 @@ pub struct Options {
 pub struct Config {
     /// The canonical workspace root.
     pub workspace: PathBuf,
+    /// The variable the API key was read from (withheld from every child).
+    pub api_key_env: String,
     /// The model client's settings.
     pub model: ModelSettings,
     /// The servers to start.
     pub hub: HubConfig,
     /// Loop bounds and policy.
     pub agent: AgentConfig,
+    /// Permission settings, carried for the permission issue.
+    pub rules: Rules,
 }
 
 impl Config {
-    /// Checks `options` and resolves them; `api_key` is `OPENAI_API_KEY`.
-    /// `needs_model` is false for commands that never talk to the model.
-    pub fn resolve(
+    /// Applies the agent's defaults to what no layer set. `env` reads the
+    /// variable named by `api_key_env`; `needs_model` is false for commands
+    /// that never talk to the model (they need no key).
+    pub fn from_settings(
+        settings: Settings,
+        workspace: PathBuf,
         options: &Options,
-        api_key: Option<String>,
+        env: &dyn Fn(&str) -> Option<String>,
         needs_model: bool,
     ) -> anyhow::Result<Config> {
-        let workspace = match &options.workspace {
-            Some(dir) => dir.clone(),
-            None => std::env::current_dir().context("cannot read the current directory")?,
-        };
-        let workspace = workspace
-            .canonicalize()
-            .with_context(|| format!("workspace {} does not exist", workspace.display()))?;
-        if !workspace.is_dir() {
-            bail!("workspace {} is not a directory", workspace.display());
-        }
-
-        let api_key = api_key.filter(|k| !k.trim().is_empty());
-        // An empty variable (`OPENAI_BASE_URL=`) means the default.
-        let base_url = match options.base_url.trim().trim_end_matches('/') {
-            "" => DEFAULT_BASE_URL.to_owned(),
-            url => url.to_owned(),
-        };
-        let model_name = match options.model.trim() {
-            "" => DEFAULT_MODEL.to_owned(),
-            name => name.to_owned(),
-        };
+        let api_key_env = settings
+            .api_key_env
+            .clone()
+            .unwrap_or_else(|| DEFAULT_API_KEY_ENV.to_owned());
+        let api_key = env(&api_key_env).filter(|k| !k.trim().is_empty());
+        let base_url = settings
+            .base_url
+            .clone()
+            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned())
+            .trim_end_matches('/')
+            .to_owned();
         let url = reqwest::Url::parse(&base_url).with_context(|| {
-            format!("OPENAI_BASE_URL {base_url:?} is not a URL (e.g. http://localhost:8080/v1)")
+            format!("base_url {base_url:?} is not a URL (e.g. http://localhost:8080/v1)")
         })?;
         if needs_model && api_key.is_none() && url.host_str() == Some("api.openai.com") {
             bail!(
-                "OPENAI_API_KEY is not set: {base_url} needs an API key \
-                 (set OPENAI_API_KEY, or point OPENAI_BASE_URL at a local server such as http://localhost:11434/v1)"
+                "{api_key_env} is not set: {base_url} needs an API key \
+                 (set {api_key_env}, or point OPENAI_BASE_URL at a local server such as http://localhost:11434/v1)"
             );
         }
-        if options.max_iterations == 0 {
-            bail!("--max-iterations must be at least 1");
-        }
 
-        let mut model = ModelSettings::new(base_url, model_name);
+        let mut model = ModelSettings::new(
+            base_url,
+            settings.model.clone().unwrap_or(DEFAULT_MODEL.to_owned()),
+        );
         model.api_key = api_key;
-        model.fallback_model = options.fallback_model.clone().filter(|m| !m.is_empty());
-        model.body.stream = !options.no_stream;
-        model.body.thinking = options.thinking;
+        model.fallback_model = settings.fallback_model.clone();
+        if let Some(t) = settings.temperature {
+            model.body.temperature = t;
+        }
+        if let Some(n) = settings.max_tokens {
+            model.body.max_tokens = n;
+        }
+        model.body.stream = settings.stream.unwrap_or(model.body.stream);
+        model.body.thinking = settings.thinking.unwrap_or(model.body.thinking);
+        let defaults = RetryPolicy::default();
         model.retry = RetryPolicy {
-            max_retries: options.max_retries,
-            base_delay: Duration::from_millis(options.retry_base_ms),
+            max_retries: settings.max_retries.unwrap_or(defaults.max_retries),
+            base_delay: settings
+                .retry_base_ms
+                .map_or(defaults.base_delay, Duration::from_millis),
         };
 
-        let external = options
-            .mcp
-            .iter()
-            .map(|spec| parse_mcp(spec))
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        let hub = HubConfig {
-            workspace: workspace.clone(),
-            max_output: options.max_output,
-            builtins: Builtin::ALL.to_vec(),
-            external,
-            startup_timeout: STARTUP_TIMEOUT,
-            allow_private_network: options.allow_private_network,
-        };
-        let policy = if options.read_only {
-            Policy::ReadOnly
-        } else {
-            Policy::AllowAll
-        };
         let agent = AgentConfig {
-            max_iterations: options.max_iterations,
-            policy,
+            max_iterations: settings
+                .max_iterations
+                .map_or(DEFAULT_MAX_ITERATIONS, |n| n as usize),
+            policy: if options.read_only {
+                Policy::ReadOnly
+            } else {
+                Policy::AllowAll
+            },
         };
+        let rules = Rules {
+            mode: settings.mode.unwrap_or_default(),
+            auto_approve: settings.auto_approve.unwrap_or(false),
+            allow: settings.allow.clone(),
+            deny: settings.deny.clone(),
+            hooks: settings.hooks.clone(),
+        };
+        let hub = hub_config(&workspace, options, settings.servers);
         Ok(Config {
             workspace,
+            api_key_env,
             model,
             hub,
             agent,
+            rules,
         })
     }
 }
 
-/// Parses `--mcp NAME=COMMAND [ARGS...]` with shell-style word splitting, so
-/// arguments may be quoted: `--mcp 'docs=npx -y "@scope/server" --root "my dir"'`.
-/// The user typed it, so they vouch for it: its read-only annotations count.
-pub fn parse_mcp(spec: &str) -> anyhow::Result<ExternalServer> {
-    let Some(words) = shlex::split(spec) else {
-        bail!("--mcp {spec:?} has unbalanced quotes");
-    };
-    let Some((first, args)) = words.split_first() else {
-        bail!("--mcp wants NAME=COMMAND [ARGS...], got an empty string");
-    };
-    let mut server = ExternalServer::parse(first)?;
-    server.args = args.to_vec();
-    server.trusted_annotations = true;
-    Ok(server)
+/// What the hub starts: every configured server (the hub reports disabled
+/// ones and starts the rest), with the era of each remembered in
+/// `$NANOHERMES_HOME/mcp-eras.json`.
+fn hub_config(
+    workspace: &std::path::Path,
+    options: &Options,
+    servers: Vec<ServerSpec>,
+) -> HubConfig {
+    HubConfig {
+        max_output: options.max_output,
+        allow_private_network: options.allow_private_network,
+        era_cache: crate::hub::default_era_cache(),
+        ..HubConfig::new(workspace, servers)
+    }
 }
 
 #[cfg(test)]
@@ -203,69 +307,99 @@ mod tests {
         crate::cli::Cli::try_parse_from(argv).unwrap().options
     }
 
+    fn resolve(args: &[&str], settings: Settings, key: Option<&str>) -> anyhow::Result<Config> {
+        let dir = std::env::temp_dir();
+        let key = key.map(str::to_owned);
+        let env = move |name: &str| (name == "MY_LLM_KEY").then(|| key.clone()).flatten();
+        Config::from_settings(settings, dir, &options(args), &env, true)
+    }
+
     #[test]
-    fn empty_base_url_and_model_mean_the_defaults() {
-        let dir = tempfile::tempdir().unwrap();
-        let workspace = dir.path().to_str().unwrap();
-        let options = options(&["--workspace", workspace, "--base-url", "", "--model", " "]);
-        let config = Config::resolve(&options, Some("k".into()), true).unwrap();
-        assert_eq!(config.model.base_url, DEFAULT_BASE_URL);
+    fn an_absent_flag_is_none_so_a_file_value_survives() {
+        let overrides = options(&[]).overrides().unwrap();
+        assert_eq!(
+            (overrides.model, overrides.max_iterations, overrides.stream),
+            (None, None, None)
+        );
+        let typed = options(&["--model", "m", "--no-stream", "--max-iterations", "3"])
+            .overrides()
+            .unwrap();
+        assert_eq!(
+            (
+                typed.model.as_deref(),
+                typed.max_iterations,
+                typed.stream,
+                typed.thinking
+            ),
+            (Some("m"), Some(3), Some(false), None)
+        );
+        assert_eq!(options(&["--model", " "]).overrides().unwrap().model, None);
+    }
+
+    #[test]
+    fn bad_flag_values_name_the_flag() {
+        assert_eq!(
+            options(&["--base-url", "localhost:1"])
+                .overrides()
+                .unwrap_err()
+                .to_string(),
+            "--base-url: \"localhost:1\" is not allowed; use an http:// or https:// URL such as http://localhost:11434/v1"
+        );
+        assert_eq!(
+            options(&["--temperature", "3"])
+                .overrides()
+                .unwrap_err()
+                .to_string(),
+            "--temperature: 3 is not allowed; use a number from 0 to 2"
+        );
+    }
+
+    #[test]
+    fn defaults_apply_to_what_no_layer_set() {
+        let config = resolve(&[], Settings::default(), None).unwrap_err();
+        assert!(
+            config
+                .to_string()
+                .starts_with("OPENAI_API_KEY is not set: https://api.openai.com/v1"),
+            "{config}"
+        );
+        let local = Settings {
+            base_url: Some("http://localhost:11434/v1/".into()),
+            ..Settings::default()
+        };
+        let config = resolve(&[], local, None).unwrap();
+        assert_eq!(config.model.base_url, "http://localhost:11434/v1");
         assert_eq!(config.model.model, DEFAULT_MODEL);
-        assert_eq!(config.workspace, dir.path().canonicalize().unwrap());
+        assert_eq!(config.agent.max_iterations, DEFAULT_MAX_ITERATIONS);
+        assert_eq!(config.model.body.max_tokens, 4096);
+        assert!(config.model.body.stream);
+        assert_eq!(config.rules, Rules::default());
         assert!(!config.hub.allow_private_network, "off unless asked for");
     }
 
     #[test]
-    fn allow_private_network_reaches_the_hub() {
-        let dir = tempfile::tempdir().unwrap();
-        let workspace = dir.path().to_str().unwrap();
-        let options = options(&["--workspace", workspace, "--allow-private-network"]);
-        let config = Config::resolve(&options, None, false).unwrap();
-        assert!(config.hub.allow_private_network);
-    }
-
-    #[test]
-    fn a_local_server_needs_no_key_but_api_openai_com_does() {
-        let dir = tempfile::tempdir().unwrap();
-        let workspace = dir.path().to_str().unwrap();
-        let local = options(&[
-            "--workspace",
-            workspace,
-            "--base-url",
-            "http://localhost:11434/v1/",
-        ]);
-        let config = Config::resolve(&local, None, true).unwrap();
+    fn api_key_env_names_the_variable_holding_the_key() {
+        let settings = Settings {
+            api_key_env: Some("MY_LLM_KEY".into()),
+            temperature: Some(0.5),
+            max_tokens: Some(100),
+            mode: Some(Mode::Plan),
+            deny: vec!["shell__*".into()],
+            ..Settings::default()
+        };
+        let config = resolve(&["--allow-private-network"], settings.clone(), Some("sk-1")).unwrap();
+        assert_eq!(config.api_key_env, "MY_LLM_KEY");
+        assert_eq!(config.model.api_key.as_deref(), Some("sk-1"));
         assert_eq!(
-            (config.model.base_url.as_str(), config.model.api_key),
-            ("http://localhost:11434/v1", None)
+            (config.model.body.temperature, config.model.body.max_tokens),
+            (0.5, 100)
         );
-        let openai = options(&["--workspace", workspace, "--base-url", DEFAULT_BASE_URL]);
-        assert!(
-            Config::resolve(&openai, Some(" ".into()), true)
-                .unwrap_err()
-                .to_string()
-                .starts_with("OPENAI_API_KEY is not set")
+        assert_eq!(
+            (config.rules.mode, config.rules.deny.as_slice()),
+            (Mode::Plan, ["shell__*".to_owned()].as_slice())
         );
-        assert!(
-            Config::resolve(&openai, None, false).is_ok(),
-            "`tools` never talks to the model"
-        );
-    }
-
-    #[test]
-    fn mcp_spec_is_split_like_a_shell_command() {
-        let server = parse_mcp(r#"docs=/usr/bin/env  "my server" --flag='a b'"#).unwrap();
-        assert_eq!(server.name, "docs");
-        assert_eq!(server.command, "/usr/bin/env");
-        assert_eq!(server.args, ["my server", "--flag=a b"]);
-        assert!(server.trusted_annotations, "the user typed it: vouched for");
-        assert!(
-            parse_mcp("docs=x 'open")
-                .unwrap_err()
-                .to_string()
-                .contains("unbalanced quotes")
-        );
-        assert!(parse_mcp("no-command").is_err());
+        assert!(config.hub.allow_private_network);
+        let e = resolve(&[], settings, None).unwrap_err().to_string();
+        assert!(e.starts_with("MY_LLM_KEY is not set"), "{e}");
     }
 }
-pub mod sources;

@@ -8,6 +8,7 @@
 //! allowed. `agent/CONFIG.md` documents every key.
 
 pub mod diag;
+pub mod edit;
 pub mod files;
 pub mod layered;
 pub mod mcp_json;
@@ -16,6 +17,7 @@ pub mod servers;
 pub mod trust;
 
 pub use diag::ConfigError;
+pub use edit::{NewServer, add_server, remove_server};
 pub use layered::{ConfigSources, Loaded, Overrides, Settings, TrustCheck, load, trust_check};
 pub use raw::{BuiltinName, HookEvent, HookGroup, Mode, RawConfig, RawServer, Run, TrustLevel};
 pub use servers::{HttpSpec, Origin, ServerSpec, StdioSpec, Transport, parse_mcp_flag};

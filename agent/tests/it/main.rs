@@ -22,3 +22,4 @@ mod model_output;
 /// deltas without index.
 mod stream;
 mod config; // The config layer on real files: layering, trust, pasted Codex/Claude configs, error texts, --mcp.
+mod mcp_cli; // The config wiring and `nanohermes mcp` through the real binary: trust, --mcp quoting, add/list/get/call/remove, no process left.

@@ -160,36 +160,9 @@ pub fn record(path: &Path, workspace: &Path, level: TrustLevel) -> Result<(), Co
             )
         })?;
     }
-    write_replacing(path, updated.as_bytes())
+    // A new config is private: `env` tables may hold tokens.
+    mcp_tools::write_atomic(path, updated.as_bytes(), super::edit::NEW_CONFIG_MODE)
         .map_err(|e| ConfigError::at(&shown, None, format!("cannot write the file: {e}")))
-}
-
-/// Temp file in the same directory, fsync, rename: a reader sees the old
-/// config or the new one, never half of one.
-// TODO: use mcp_tools::write_atomic once mcp-tools/src/atomic.rs lands.
-fn write_replacing(path: &Path, contents: &[u8]) -> io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("config.toml");
-    let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
-        if let Ok(meta) = std::fs::metadata(path) {
-            file.set_permissions(meta.permissions())?;
-        }
-        file.write_all(contents)?;
-        file.sync_all()?;
-        std::fs::rename(&temp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result
 }
 
 fn level_name(level: TrustLevel) -> &'static str {

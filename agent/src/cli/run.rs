@@ -1,0 +1,45 @@
+//! `nanohermes run`.
+
+use std::process::ExitCode;
+
+use super::signals::watch_ctrl_c;
+use super::{EXIT_INTERRUPTED, EXIT_ITERATION_LIMIT};
+use crate::agent::{Agent, Outcome};
+use crate::config::Config;
+use crate::hub::Hub;
+use crate::llm::Client;
+use crate::prompt::system_prompt;
+use crate::ui::{TerminalUi, Ui};
+
+/// `nanohermes run`: starts the servers and builds the HTTP client at the
+/// same time, runs the loop, shuts the servers down.
+pub async fn run(config: Config, task: &str) -> anyhow::Result<ExitCode> {
+    let settings = config.model.clone();
+    // Building the TLS client reads the system's certificates: keep it off
+    // the path of the server start-up.
+    let client = tokio::task::spawn_blocking(move || Client::new(settings));
+    let hub = Hub::start(config.hub)
+        .await?
+        .offer_only(config.agent.policy);
+    let client = client.await??;
+
+    let mut ui = TerminalUi::default();
+    for warning in hub.warnings() {
+        ui.notice(warning);
+    }
+    let mut agent = Agent::new(client, hub, &system_prompt(&config.workspace), config.agent);
+    watch_ctrl_c(agent.interrupt());
+
+    let result = agent.run(task, &mut ui).await;
+    ui.finish_line();
+    let usage = agent.usage();
+    agent.into_tools().shutdown().await;
+
+    let summary = result?;
+    ui.notice(&format!("usage: {usage}"));
+    Ok(match summary.outcome {
+        Outcome::Done => ExitCode::SUCCESS,
+        Outcome::IterationLimit => ExitCode::from(EXIT_ITERATION_LIMIT),
+        Outcome::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
+    })
+}

@@ -1,0 +1,39 @@
+//! `nanohermes tools`.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use super::table::table;
+use crate::config::Config;
+use crate::hub::Hub;
+use crate::ui::{TerminalUi, Ui};
+
+/// `nanohermes tools`: the merged tool list, one tool per line: the tools
+/// the model would be offered under the current policy (`--read-only`).
+pub async fn tools(config: Config) -> anyhow::Result<ExitCode> {
+    let policy = config.agent.policy;
+    let hub = Hub::start(config.hub).await?;
+    let mut ui = TerminalUi::default();
+    for warning in hub.warnings() {
+        ui.notice(warning);
+    }
+    let rows: Vec<Vec<String>> = hub
+        .tools()
+        .iter()
+        .filter(|t| policy.allows(&t.facts()))
+        .map(|t| {
+            vec![
+                t.name.clone(),
+                t.server.clone(),
+                if t.read_only { "yes" } else { "no" }.to_owned(),
+            ]
+        })
+        .collect();
+    let text = table(&["TOOL", "SERVER", "READ-ONLY"], &rows);
+    let mut out = std::io::stdout().lock();
+    let written = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    drop(out);
+    hub.shutdown().await;
+    written?;
+    Ok(ExitCode::SUCCESS)
+}
