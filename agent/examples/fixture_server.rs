@@ -17,9 +17,16 @@
 //!   group and the session (a daemon);
 //! - `--pid-file PATH`: once serving, write this server's pid and its
 //!   grandchildren's, space-separated, to PATH (tests that run the agent
-//!   find the processes there).
+//!   find the processes there);
+//! - `--resources`: also offer resources (`fixture://readme`, a text;
+//!   `fixture://logo.png`, a blob) and a prompt (`greet`, arguments `who`
+//!   required and `style`).
 //!
-//! Tools: `echo`, `slow`, `crash` (exits the process mid-call), `pid`,
+//! `toggle_tool` adds or removes the tool `extra` and sends
+//! `notifications/tools/list_changed` (the capability is always advertised).
+//!
+//! Tools: `echo`, `slow`, `progress` (sleeps, reporting progress or not),
+//! `crash` (exits the process mid-call), `pid`,
 //! `pids` (this server's and its grandchildren's),
 //! `wait_for_file` and `touch` (concurrency without timing),
 //! `env`, `cwd`, `image`, `structured`, `fail`, `odd_schema` (a hand-written
@@ -32,8 +39,11 @@ use std::time::Duration;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolResult, ContentBlock, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+    Implementation, JsonObject, ListPromptsResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptArgument, PromptMessage,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, Role, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
@@ -51,6 +61,17 @@ struct EchoArgs {
 struct SlowArgs {
     /// How long to sleep, in milliseconds.
     ms: u64,
+}
+
+#[derive(Deserialize, rmcp::schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+struct ProgressArgs {
+    /// How long to work, in milliseconds.
+    total_ms: u64,
+    /// Report progress this often, in milliseconds.
+    every_ms: u64,
+    /// Whether to send progress notifications at all.
+    report: bool,
 }
 
 #[derive(Deserialize, rmcp::schemars::JsonSchema)]
@@ -83,6 +104,10 @@ struct Fixture {
     page_size: Option<usize>,
     /// This server's pid, then its grandchildren's.
     pids: Arc<Vec<u32>>,
+    /// Whether `extra` is listed (flipped by `toggle_tool`).
+    extra_on: Arc<std::sync::atomic::AtomicBool>,
+    /// `--resources`: resources and prompts are offered.
+    resources: bool,
 }
 
 fn odd_schema() -> Arc<JsonObject> {
@@ -104,9 +129,11 @@ fn odd_schema() -> Arc<JsonObject> {
 impl Fixture {
     fn new(page_size: Option<usize>, pids: Vec<u32>) -> Self {
         Self {
-            tool_router: Self::tool_router(),
+            tool_router: Self::tool_router() + Self::toggle_router(),
             page_size,
             pids: Arc::new(pids),
+            extra_on: Arc::default(),
+            resources: false,
         }
     }
 
@@ -127,6 +154,33 @@ impl Fixture {
     async fn slow(&self, Parameters(args): Parameters<SlowArgs>) -> String {
         tokio::time::sleep(Duration::from_millis(args.ms)).await;
         format!("slept {} ms", args.ms)
+    }
+
+    /// Work for `total_ms`, sending a progress notification every
+    /// `every_ms` when `report` is set.
+    #[tool]
+    async fn progress(
+        &self,
+        Parameters(args): Parameters<ProgressArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> String {
+        let token = ctx.meta.get_progress_token();
+        let steps = (args.total_ms / args.every_ms.max(1)).max(1);
+        for step in 1..=steps {
+            tokio::time::sleep(Duration::from_millis(args.every_ms)).await;
+            if args.report
+                && let Some(token) = &token
+            {
+                let _ = ctx
+                    .peer
+                    .notify_progress(
+                        ProgressNotificationParam::new(token.clone(), step as f64)
+                            .with_total(steps as f64),
+                    )
+                    .await;
+            }
+        }
+        format!("worked {} ms", args.total_ms)
     }
 
     /// Exit the process in the middle of the call.
@@ -230,7 +284,7 @@ impl Fixture {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Fixture {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(self.capabilities())
             .with_server_info(Implementation::new("fixture_server", "0.0.0"))
     }
 
@@ -239,7 +293,7 @@ impl ServerHandler for Fixture {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = self.tool_router.list_all();
+        let tools = self.visible_tools();
         let Some(size) = self.page_size else {
             return Ok(ListToolsResult::with_all_items(tools));
         };
@@ -251,6 +305,38 @@ impl ServerHandler for Fixture {
         let mut page = ListToolsResult::with_all_items(tools[start.min(end)..end].to_vec());
         page.next_cursor = (end < tools.len()).then(|| end.to_string());
         Ok(page)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(fixture_resources()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        read_fixture_resource(&request.uri).map(Into::into)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(fixture_prompts()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        get_fixture_prompt(&request).map(Into::into)
     }
 }
 
@@ -289,10 +375,16 @@ async fn main() {
         eprintln!("fixture_server: cannot write {path}: {e}");
         std::process::exit(1);
     }
-    match Fixture::new(page_size, pids)
-        .serve(rmcp::transport::stdio())
-        .await
-    {
+    let era = value("--era").cloned().unwrap_or_default();
+    let probe_log = value("--probe-log").cloned();
+    let fixture =
+        Fixture::new(page_size, pids).with_resources(args.iter().any(|a| a == "--resources"));
+    let served = if era.is_empty() && probe_log.is_none() {
+        fixture.serve(rmcp::transport::stdio()).await
+    } else {
+        fixture.serve(era_filter(era, probe_log)).await
+    };
+    match served {
         Ok(running) => {
             let _ = running.waiting().await;
         }
@@ -325,4 +417,199 @@ fn start_grandchild(program: &str, args: &[&str]) -> std::process::Child {
             std::process::exit(1);
         }
     }
+}
+
+// `toggle_tool`, `extra`, resources and prompts (tests/hub_refresh.rs).
+
+#[tool_router(router = toggle_router)]
+impl Fixture {
+    /// Add the tool `extra` if it is not listed, remove it if it is, and
+    /// send `notifications/tools/list_changed`.
+    #[tool]
+    async fn toggle_tool(&self, context: RequestContext<RoleServer>) -> String {
+        let on = !self
+            .extra_on
+            .fetch_xor(true, std::sync::atomic::Ordering::SeqCst);
+        if let Err(e) = context.peer.notify_tool_list_changed().await {
+            return format!("toggled, but the notification failed: {e}");
+        }
+        if on { "extra added" } else { "extra removed" }.to_string()
+    }
+
+    /// Listed only after `toggle_tool`.
+    #[tool]
+    async fn extra(&self) -> Result<String, String> {
+        if self.extra_on.load(std::sync::atomic::Ordering::SeqCst) {
+            Ok("extra ran".to_string())
+        } else {
+            Err("extra is not offered now".to_string())
+        }
+    }
+}
+
+impl Fixture {
+    fn with_resources(mut self, on: bool) -> Self {
+        self.resources = on;
+        self
+    }
+
+    /// Tools, list_changed, and with `--resources` resources and prompts.
+    fn capabilities(&self) -> ServerCapabilities {
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        if self.resources {
+            capabilities.resources = Some(Default::default());
+            capabilities.prompts = Some(Default::default());
+        }
+        capabilities
+    }
+
+    /// Every tool, without `extra` unless it is toggled on.
+    fn visible_tools(&self) -> Vec<rmcp::model::Tool> {
+        let extra_on = self.extra_on.load(std::sync::atomic::Ordering::SeqCst);
+        self.tool_router
+            .list_all()
+            .into_iter()
+            .filter(|tool| extra_on || tool.name != "extra")
+            .collect()
+    }
+}
+
+fn fixture_resources() -> Vec<Resource> {
+    let mut readme = Resource::new("fixture://readme", "readme");
+    readme.mime_type = Some("text/markdown".into());
+    readme.description = Some("What the fixture is".into());
+    let mut logo = Resource::new("fixture://logo.png", "logo");
+    logo.mime_type = Some("image/png".into());
+    vec![readme, logo]
+}
+
+fn read_fixture_resource(uri: &str) -> Result<ReadResourceResult, ErrorData> {
+    match uri {
+        "fixture://readme" => Ok(ReadResourceResult::new(vec![ResourceContents::text(
+            "# Fixture\nA test server for the hub.",
+            uri,
+        )])),
+        "fixture://logo.png" => Ok(ReadResourceResult::new(vec![
+            ResourceContents::BlobResourceContents {
+                uri: uri.to_string(),
+                mime_type: Some("image/png".into()),
+                blob: "aGVsbG8h".into(),
+                meta: None,
+            },
+        ])),
+        _ => Err(ErrorData::resource_not_found(
+            format!("no resource {uri}"),
+            None,
+        )),
+    }
+}
+
+fn fixture_prompts() -> Vec<Prompt> {
+    let mut who = PromptArgument::new("who");
+    who.description = Some("Whom to greet".into());
+    who.required = Some(true);
+    vec![Prompt::new(
+        "greet",
+        Some("Greets someone"),
+        Some(vec![who, PromptArgument::new("style")]),
+    )]
+}
+
+fn get_fixture_prompt(request: &GetPromptRequestParams) -> Result<GetPromptResult, ErrorData> {
+    if request.name != "greet" {
+        return Err(ErrorData::invalid_params(
+            format!("no prompt {}", request.name),
+            None,
+        ));
+    }
+    let argument = |key: &str| {
+        request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get(key))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+    };
+    let Some(who) = argument("who") else {
+        return Err(ErrorData::invalid_params("greet needs `who`", None));
+    };
+    let style = argument("style").unwrap_or_else(|| "plain".to_string());
+    Ok(GetPromptResult::new(vec![PromptMessage::new_text(
+        Role::User,
+        format!("Greet {who} in a {style} way"),
+    )]))
+}
+
+/// Stdio with a filter in front of rmcp: every `server/discover` is logged
+/// to `probe_log`, then dropped (`legacy-silent`), answered with "method
+/// not found" (`legacy-error`) or passed on (anything else).
+fn era_filter(
+    era: String,
+    probe_log: Option<String>,
+) -> (tokio::io::DuplexStream, tokio::io::DuplexStream) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let (rmcp_in, mut feed) = tokio::io::duplex(1 << 16);
+    let (rmcp_out, from_rmcp) = tokio::io::duplex(1 << 16);
+    let (lines, mut out) = tokio::sync::mpsc::unbounded_channel::<String>();
+    tokio::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(line) = out.recv().await {
+            if stdout.write_all(line.as_bytes()).await.is_err() || stdout.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    let forward = lines.clone();
+    tokio::spawn(async move {
+        let mut reader = tokio::io::BufReader::new(from_rmcp).lines();
+        while let Ok(Some(line)) = reader.next_line().await {
+            if forward.send(format!("{line}\n")).is_err() {
+                break;
+            }
+        }
+    });
+    tokio::spawn(async move {
+        let mut reader = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+        while let Ok(Some(line)) = reader.next_line().await {
+            let message: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+            if message["method"] == "server/discover" {
+                if let Some(path) = &probe_log {
+                    use std::io::Write as _;
+                    if let Ok(mut file) = std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(path)
+                    {
+                        let _ = writeln!(file, "probe");
+                    }
+                }
+                match era.as_str() {
+                    "legacy-silent" => continue,
+                    "legacy-error" => {
+                        let answer = serde_json::json!({
+                            "jsonrpc": "2.0",
+                            "id": message["id"],
+                            "error": {"code": -32601, "message": "Method not found: server/discover"}
+                        });
+                        let _ = lines.send(format!("{answer}\n"));
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
+            if feed
+                .write_all(format!("{line}\n").as_bytes())
+                .await
+                .is_err()
+            {
+                break;
+            }
+        }
+        // EOF on stdin: rmcp sees EOF too and the server ends.
+        let _ = feed.shutdown().await;
+    });
+    (rmcp_in, rmcp_out)
 }

@@ -15,7 +15,8 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use nanohermes::hub::{Builtin, ExternalServer, Hub, HubConfig};
+use nanohermes::config::sources::{BuiltinName, Origin, ServerSpec, StdioSpec, Transport};
+use nanohermes::hub::{Hub, HubConfig};
 use serde_json::{Map, Value, json};
 
 const STARTS: usize = 20;
@@ -29,19 +30,15 @@ fn fixture_server() -> Option<PathBuf> {
     path.exists().then_some(path)
 }
 
-fn config(workspace: PathBuf, external: Vec<ExternalServer>) -> HubConfig {
-    HubConfig {
-        workspace,
-        max_output: mcp_tools::DEFAULT_MAX_OUTPUT,
-        builtins: Builtin::ALL
-            .iter()
-            .copied()
-            .filter(|b| *b != Builtin::Memory)
-            .collect(),
-        external,
-        startup_timeout: Duration::from_secs(10),
-        allow_private_network: false,
-    }
+fn config(workspace: PathBuf, external: Vec<ServerSpec>) -> HubConfig {
+    let mut servers: Vec<ServerSpec> = BuiltinName::ALL
+        .iter()
+        .copied()
+        .filter(|b| *b != BuiltinName::Memory)
+        .map(ServerSpec::default_builtin)
+        .collect();
+    servers.extend(external);
+    HubConfig::new(workspace, servers)
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -84,16 +81,19 @@ async fn main() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     std::fs::write(dir.path().join("a.txt"), "alpha\n")?;
     let fixture = fixture_server();
-    let external = |n: usize| -> Vec<ExternalServer> {
+    let external = |n: usize| -> Vec<ServerSpec> {
         fixture
             .iter()
             .take(n)
-            .map(|path| ExternalServer {
+            .map(|path| ServerSpec {
                 name: "fx".into(),
-                command: path.display().to_string(),
-                args: vec![],
-                env: vec![],
-                trusted_annotations: true,
+                origin: Origin::Flag,
+                builtin: None,
+                transport: Transport::Stdio(StdioSpec {
+                    command: path.display().to_string(),
+                    ..StdioSpec::default()
+                }),
+                ..ServerSpec::default_builtin(BuiltinName::Files)
             })
             .collect()
     };

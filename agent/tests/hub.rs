@@ -10,7 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use nanohermes::hub::{Builtin, ExternalServer, Hub, HubConfig, MAX_RESTARTS, ToolInfo};
+use nanohermes::config::sources::{BuiltinName, Origin, ServerSpec, StdioSpec, Transport};
+use nanohermes::hub::{Builtin, Hub, HubConfig, MAX_RESTARTS, ToolInfo};
 use serde_json::{Map, Value, json};
 
 /// Generous: a deadlock guard, not a speed claim.
@@ -35,28 +36,47 @@ fn fixture_server() -> PathBuf {
     path
 }
 
-fn fixture(name: &str, args: &[&str]) -> ExternalServer {
-    ExternalServer {
+fn fixture(name: &str, args: &[&str]) -> ServerSpec {
+    let mut spec = stdio(name, &fixture_server().display().to_string(), args);
+    if let Transport::Stdio(stdio) = &mut spec.transport {
+        stdio
+            .env
+            .insert("FIXTURE_GREETING".to_string(), "hello from env".to_string());
+    }
+    spec
+}
+
+/// An external stdio server as `--mcp` gives it.
+fn stdio(name: &str, command: &str, args: &[&str]) -> ServerSpec {
+    ServerSpec {
         name: name.to_string(),
-        command: fixture_server().display().to_string(),
-        args: args.iter().map(|a| a.to_string()).collect(),
-        env: vec![("FIXTURE_GREETING".to_string(), "hello from env".to_string())],
-        trusted_annotations: true,
-    }
-}
-
-fn config(workspace: &Path, builtins: &[Builtin], external: Vec<ExternalServer>) -> HubConfig {
-    HubConfig {
-        workspace: workspace.to_path_buf(),
-        max_output: mcp_tools::DEFAULT_MAX_OUTPUT,
-        builtins: builtins.to_vec(),
-        external,
+        origin: Origin::Flag,
+        builtin: None,
+        transport: Transport::Stdio(StdioSpec {
+            command: command.to_string(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            ..StdioSpec::default()
+        }),
         startup_timeout: STARTUP,
-        allow_private_network: false,
+        ..ServerSpec::default_builtin(BuiltinName::Files)
     }
 }
 
-async fn start(workspace: &Path, builtins: &[Builtin], external: Vec<ExternalServer>) -> Hub {
+fn builtin_spec(builtin: Builtin) -> ServerSpec {
+    let name = BuiltinName::from_name(builtin.name()).expect("a built-in's name");
+    ServerSpec {
+        startup_timeout: STARTUP,
+        ..ServerSpec::default_builtin(name)
+    }
+}
+
+fn config(workspace: &Path, builtins: &[Builtin], external: Vec<ServerSpec>) -> HubConfig {
+    let mut servers: Vec<ServerSpec> = builtins.iter().copied().map(builtin_spec).collect();
+    servers.extend(external);
+    HubConfig::new(workspace, servers)
+}
+
+async fn start(workspace: &Path, builtins: &[Builtin], external: Vec<ServerSpec>) -> Hub {
     Hub::start(config(workspace, builtins, external))
         .await
         .expect("hub starts")
@@ -467,9 +487,13 @@ async fn a_server_that_never_answers_initialize_is_skipped_with_a_warning() {
         &[Builtin::Files],
         vec![fixture("hang", &["--hang"]), fixture("fx", &[])],
     );
-    config.startup_timeout = Duration::from_secs(2);
+    config.servers[1].startup_timeout = Duration::from_secs(2);
     let hub = Hub::start(config).await.unwrap();
-    assert_eq!(hub.warnings()[0], "server hang did not start within 2 s");
+    assert_eq!(
+        hub.warnings()[0],
+        "server hang did not start within 2 s (raise mcp_servers.hang.startup_timeout_sec if it \
+         needs longer, as a first `npx` run that downloads may)"
+    );
     assert!(hub.tools().iter().all(|t| t.server != "hang"));
     assert!(!hub.is_running("hang"));
     assert!(
@@ -489,13 +513,7 @@ async fn a_server_that_never_answers_initialize_is_skipped_with_a_warning() {
 #[tokio::test]
 async fn a_server_that_fails_to_start_is_a_warning_quoting_its_stderr() {
     let dir = tempfile::tempdir().unwrap();
-    let missing = ExternalServer {
-        name: "missing".into(),
-        command: "/nonexistent/mcp-server".into(),
-        args: vec![],
-        env: vec![],
-        trusted_annotations: true,
-    };
+    let missing = stdio("missing", "/nonexistent/mcp-server", &[]);
     let hub = start(
         dir.path(),
         &[Builtin::Files],
@@ -530,7 +548,8 @@ async fn a_call_that_takes_too_long_times_out_and_the_server_keeps_working() {
         .with_call_timeout(Duration::from_millis(200));
     assert_eq!(
         hub.call("fx__slow", args(json!({"ms": 600_000}))).await,
-        "ERROR: tool slow on server fx timed out after 0.2 s; the call was cancelled"
+        "ERROR: tool slow on server fx timed out after 0.2 s without progress; the call was \
+         cancelled; raise mcp_servers.fx.tool_timeout_sec if it needs longer"
     );
     assert!(hub.is_running("fx"));
     assert_eq!(
@@ -619,21 +638,6 @@ async fn bad_server_names_are_configuration_errors() {
             .unwrap()
             .to_string()
             .contains("two MCP servers are named \"files\"")
-    );
-}
-
-#[test]
-fn an_mcp_spec_parses_into_an_external_server() {
-    let server = ExternalServer::parse("gh=npx -y @modelcontextprotocol/server-github").unwrap();
-    assert_eq!(server.name, "gh");
-    assert_eq!(server.command, "npx");
-    assert_eq!(server.args, ["-y", "@modelcontextprotocol/server-github"]);
-    assert!(ExternalServer::parse("no-equals").is_err());
-    assert!(ExternalServer::parse("bad.name=x").is_err());
-    assert!(ExternalServer::parse("empty=").is_err());
-    assert!(
-        !server.trusted_annotations,
-        "a parsed spec is not vouched for until the caller says so"
     );
 }
 
@@ -750,28 +754,26 @@ async fn dropping_the_hub_kills_the_tree_too() {
 }
 
 #[tokio::test]
-async fn annotations_count_only_for_a_server_the_user_vouches_for() {
+async fn annotations_of_a_trusted_projects_server_are_believed() {
+    // Project files are read only for a trusted project, so a server from
+    // its .mcp.json is vouched for like one from the user's own config.
     let dir = tempfile::tempdir().unwrap();
-    let mut unvouched = fixture("other", &[]);
-    unvouched.trusted_annotations = false;
-    let hub = start(
-        dir.path(),
-        &[Builtin::Files],
-        vec![fixture("fx", &[]), unvouched],
-    )
-    .await;
+    let mut project = fixture("other", &[]);
+    project.origin = Origin::McpJson(dir.path().join(".mcp.json"));
+    let hub = start(dir.path(), &[Builtin::Files], vec![project]).await;
     let echo = hub.tool("other__echo").unwrap();
-    assert!(
-        !echo.read_only,
-        "readOnlyHint of an unvouched server is not believed"
-    );
-    assert_eq!(
-        echo.annotations.as_ref().and_then(|a| a.read_only_hint),
-        Some(true),
-        "the claim is kept as given"
-    );
-    assert!(hub.tool("fx__echo").unwrap().read_only);
+    assert!(echo.read_only, "{echo:?}");
+    assert!(!hub.tool("other__touch").unwrap().read_only);
     assert!(hub.tool("read_file").unwrap().read_only);
+    for origin in [
+        Origin::Default,
+        Origin::Flag,
+        Origin::UserConfig("/u".into()),
+        Origin::ProjectConfig("/p".into()),
+        Origin::McpJson("/p/.mcp.json".into()),
+    ] {
+        assert!(nanohermes::hub::trusted_annotations(&origin), "{origin:?}");
+    }
     hub.shutdown().await;
 }
 
@@ -779,15 +781,9 @@ async fn annotations_count_only_for_a_server_the_user_vouches_for() {
 async fn a_read_only_hub_declares_only_read_only_tools() {
     use nanohermes::policy::Policy;
     let dir = tempfile::tempdir().unwrap();
-    let mut unvouched = fixture("other", &[]);
-    unvouched.trusted_annotations = false;
-    let hub = start(
-        dir.path(),
-        &[Builtin::Files],
-        vec![fixture("fx", &[]), unvouched],
-    )
-    .await
-    .offer_only(Policy::ReadOnly);
+    let hub = start(dir.path(), &[Builtin::Files], vec![fixture("fx", &[])])
+        .await
+        .offer_only(Policy::ReadOnly);
     let declared: Vec<&str> = hub
         .declarations()
         .iter()
@@ -797,7 +793,7 @@ async fn a_read_only_hub_declares_only_read_only_tools() {
         declared.contains(&"read_file") && declared.contains(&"fx__echo"),
         "{declared:?}"
     );
-    for withheld in ["write_file", "fx__touch", "fx__crash", "other__echo"] {
+    for withheld in ["write_file", "fx__touch", "fx__crash"] {
         assert!(
             !declared.contains(&withheld),
             "{withheld} offered: {declared:?}"

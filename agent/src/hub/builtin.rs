@@ -46,7 +46,7 @@ pub struct BuiltinOptions {
 
 impl BuiltinOptions {
     /// The web server's limits with these options.
-    fn fetch_config(self) -> nanohermes_web::FetchConfig {
+    pub(crate) fn fetch_config(self) -> nanohermes_web::FetchConfig {
         nanohermes_web::FetchConfig {
             allow_private_network: self.allow_private_network,
             ..nanohermes_web::FetchConfig::default()
@@ -153,7 +153,7 @@ async fn connect_memory(ctx: ToolContext) -> anyhow::Result<Client> {
 }
 
 /// `$NANOHERMES_HOME/memory.db`, else the memory server's default.
-fn memory_db_path() -> Option<PathBuf> {
+pub(crate) fn memory_db_path() -> Option<PathBuf> {
     match std::env::var_os("NANOHERMES_HOME") {
         Some(home) if !home.is_empty() => Some(PathBuf::from(home).join("memory.db")),
         _ => nanohermes_memory::default_db_path(),

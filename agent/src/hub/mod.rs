@@ -70,44 +70,70 @@
 //!   then SIGTERM, then SIGKILL, then the rest of their tree is killed.
 
 mod builtin;
+mod builtin_main;
 pub mod compact;
+mod connect;
+pub mod era;
 pub mod names;
+mod plan;
+mod refresh;
+pub mod resources;
 pub mod result;
 pub mod schema;
 mod server;
+mod status;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use anyhow::{Context as _, bail};
 use futures::future::join_all;
 use mcp_tools::{ToolContext, Workspace};
-use rmcp::model::{Tool, ToolAnnotations};
+use rmcp::model::{CallToolResult, Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
 
+use crate::config::sources::ServerSpec;
 use crate::policy::Policy;
 use crate::toolbox::ToolFacts;
 
 pub use builtin::{Builtin, BuiltinOptions};
+pub use builtin_main::serve_builtin_main;
+pub use era::{Era, default_era_cache};
+pub use plan::trusted_annotations;
+pub use refresh::{REFRESH_TIMEOUT, no_longer_offered};
 pub use server::MAX_RESTARTS;
+pub use status::{ServerState, ServerStatus};
 
 use names::NameTable;
-use server::{Launch, Server};
+use plan::ToolFilter;
+use server::Server;
 
-/// How long a tool call to a server without a known maximum (an external
-/// server, a built-in without long-running tools) may take before it is
-/// cancelled and answered with `ERROR: ... timed out`.
-pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long a tool call may go without an answer or a progress
+/// notification when the spec does not say (`tool_timeout_sec`).
+pub const DEFAULT_CALL_TIMEOUT: Duration = crate::config::sources::servers::DEFAULT_TOOL_TIMEOUT;
+
+/// The absolute cap on one call that keeps reporting progress: 10 times its
+/// timeout, at most [`MAX_PROGRESS_CAP`] (and never below the timeout).
+pub fn progress_cap(timeout: Duration) -> Duration {
+    (timeout * 10).min(MAX_PROGRESS_CAP).max(timeout)
+}
+
+/// The longest a call that keeps reporting progress may run, unless its
+/// own timeout is longer.
+pub const MAX_PROGRESS_CAP: Duration = Duration::from_secs(3600);
 
 /// How far the hub's timeout sits above a server's own maximum, so the
 /// server's own timeout fires first and its answer (which says what was
 /// killed, with the output so far) reaches the model, not the hub's.
 pub const CALL_TIMEOUT_MARGIN: Duration = Duration::from_secs(60);
 
-/// The hub's call timeout for a server whose tools stop themselves after at
-/// most `own_max`: above it by [`CALL_TIMEOUT_MARGIN`], and never below
-/// [`DEFAULT_CALL_TIMEOUT`].
+/// The hub's smallest call timeout for a built-in whose tools stop
+/// themselves after at most `own_max`: above it by [`CALL_TIMEOUT_MARGIN`],
+/// and never below [`DEFAULT_CALL_TIMEOUT`]. A configured
+/// `tool_timeout_sec` can raise it, not lower it.
 pub fn call_timeout_over(own_max: Option<Duration>) -> Duration {
     match own_max {
         Some(max) => (max + CALL_TIMEOUT_MARGIN).max(DEFAULT_CALL_TIMEOUT),
@@ -121,67 +147,38 @@ const LISTED_NAMES: usize = 40;
 /// What the hub starts.
 #[derive(Debug, Clone)]
 pub struct HubConfig {
-    /// The root the built-in servers are confined to; external servers are
-    /// started in it.
+    /// The root the built-in servers are confined to; stdio servers start
+    /// in it unless their spec gives a `cwd`.
     pub workspace: PathBuf,
     /// Cap on each tool result the model sees, in bytes.
     pub max_output: usize,
-    /// The built-in servers to run in-process, in listing order.
-    pub builtins: Vec<Builtin>,
-    /// The external stdio servers to start, in listing order.
-    pub external: Vec<ExternalServer>,
-    /// How long each server has to start and list its tools.
-    pub startup_timeout: Duration,
+    /// Every configured server, in listing order, disabled ones included
+    /// (they are reported as [`ServerState::Disabled`]).
+    pub servers: Vec<ServerSpec>,
     /// `web_fetch` may reach loopback, private and link-local addresses
     /// (`--allow-private-network`; default false).
     pub allow_private_network: bool,
+    /// The `nanohermes` binary that serves `run = "process"` built-ins
+    /// (`nanohermes builtin NAME`).
+    pub builtin_exe: PathBuf,
+    /// The JSON file remembering each external server's protocol era
+    /// ([`default_era_cache`]); `None` keeps it in memory only.
+    pub era_cache: Option<PathBuf>,
 }
 
-/// An external MCP server run as a child process over stdio
-/// (`--mcp NAME=COMMAND [ARGS...]`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExternalServer {
-    /// The server's name: its tools are `NAME__TOOL`. Must match
-    /// `[A-Za-z0-9_-]+` without `__`.
-    pub name: String,
-    /// The program to run (looked up in `PATH`).
-    pub command: String,
-    /// Its arguments.
-    pub args: Vec<String>,
-    /// The variables the user configured for this server. The child gets
-    /// these and the allow-list of [`mcp_tools::spawn::EnvPolicy::AllowList`]
-    /// (HOME, PATH, LANG, ...), nothing else from the agent's environment.
-    pub env: Vec<(String, String)>,
-    /// Whether the user vouches for this server, so its `readOnlyHint`
-    /// annotations are believed. Servers given with `--mcp` are (the user
-    /// typed them); a server from anywhere else (a project's config, once
-    /// there is one) is not, and all its tools count as not read-only.
-    pub trusted_annotations: bool,
-}
-
-impl ExternalServer {
-    /// Parses `NAME=COMMAND [ARGS...]`, split on whitespace (no quoting).
-    /// The result is not trusted: the caller decides whether the user
-    /// vouched for it ([`ExternalServer::trusted_annotations`]).
-    pub fn parse(spec: &str) -> anyhow::Result<ExternalServer> {
-        let mut words = spec.split_whitespace();
-        let first = words.next().unwrap_or_default();
-        let Some((name, command)) = first.split_once('=') else {
-            bail!("--mcp wants NAME=COMMAND [ARGS...], got {spec:?}");
-        };
-        if !names::is_valid_server_name(name) {
-            bail!("MCP server name {name:?} must be letters, digits, `_` or `-`, without `__`");
+impl HubConfig {
+    /// `servers` in `workspace`, with the defaults: the default output cap,
+    /// no private network, this executable for built-in children, no era
+    /// file.
+    pub fn new(workspace: impl Into<PathBuf>, servers: Vec<ServerSpec>) -> HubConfig {
+        HubConfig {
+            workspace: workspace.into(),
+            max_output: mcp_tools::DEFAULT_MAX_OUTPUT,
+            servers,
+            allow_private_network: false,
+            builtin_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("nanohermes")),
+            era_cache: None,
         }
-        if command.is_empty() {
-            bail!("--mcp {name}= has no command");
-        }
-        Ok(ExternalServer {
-            name: name.to_string(),
-            command: command.to_string(),
-            args: words.map(str::to_string).collect(),
-            env: Vec::new(),
-            trusted_annotations: false,
-        })
     }
 }
 
@@ -198,7 +195,7 @@ pub struct ToolInfo {
     pub description: String,
     /// Whether the tool counts as read-only: its server annotates it
     /// `readOnlyHint: true` and the server is trusted (a built-in, or an
-    /// external server with [`ExternalServer::trusted_annotations`]).
+    /// external server whose origin [`trusted_annotations`] vouches for).
     pub read_only: bool,
     /// The server's annotations, as given.
     pub annotations: Option<ToolAnnotations>,
@@ -219,29 +216,26 @@ pub struct Hub {
     servers: Vec<Server>,
     /// Per server, in `servers` order.
     call_timeouts: Vec<Duration>,
+    /// Per server, in `servers` order: which of its tools may be called.
+    filters: Vec<ToolFilter>,
     tools: Vec<ToolInfo>,
     declarations: Vec<Value>,
     /// Model name → (index in `tools`, index in `servers`).
     by_name: HashMap<String, (usize, usize)>,
     warnings: Vec<String>,
     max_output: usize,
-}
-
-/// One server to start, before it has started.
-struct Planned {
-    name: String,
-    /// Its tools are named `NAME__TOOL`.
-    prefixed: bool,
-    /// Its read-only annotations are believed.
-    trusted: bool,
-    call_timeout: Duration,
-    launch: Launch,
+    /// Every configured server in configuration order, for [`Hub::status`].
+    statuses: Vec<ServerStatus>,
+    /// Listings, meta-tools and removed tools, for rebuilding the table
+    /// when a server's tools change (refresh.rs).
+    catalog: refresh::Catalog,
 }
 
 impl Hub {
-    /// Starts every configured server concurrently and merges their tools.
-    /// Fails only on a bad configuration; a server that fails to start is a
-    /// warning.
+    /// Starts every enabled server concurrently and merges their tools.
+    /// Fails on a bad configuration, or when a `required` server cannot
+    /// start (with that server's message); any other server that fails to
+    /// start is one warning (with the tail of its stderr) and the rest work.
     pub async fn start(config: HubConfig) -> anyhow::Result<Hub> {
         let workspace = Workspace::new(&config.workspace)
             .with_context(|| format!("cannot open workspace {}", config.workspace.display()))?;
@@ -249,88 +243,200 @@ impl Hub {
             workspace,
             max_output: config.max_output,
         };
-        let options = BuiltinOptions {
-            allow_private_network: config.allow_private_network,
-        };
-        let mut launches: Vec<Planned> = Vec::new();
-        for builtin in &config.builtins {
-            launches.push(Planned {
-                name: builtin.name().to_string(),
-                prefixed: false,
-                trusted: true,
-                call_timeout: call_timeout_over(builtin.max_call_time()),
-                launch: Launch::Builtin(*builtin, ctx.clone(), options),
-            });
-        }
-        for external in &config.external {
-            if !names::is_valid_server_name(&external.name) {
+        let eras = Arc::new(era::EraCache::load(config.era_cache.clone()));
+        for (i, spec) in config.servers.iter().enumerate() {
+            if !names::is_valid_server_name(&spec.name) {
                 bail!(
                     "MCP server name {:?} must be letters, digits, `_` or `-`, without `__`",
-                    external.name
+                    spec.name
                 );
             }
-            launches.push(Planned {
-                name: external.name.clone(),
-                prefixed: true,
-                trusted: external.trusted_annotations,
-                call_timeout: DEFAULT_CALL_TIMEOUT,
-                launch: Launch::External(external.clone(), config.workspace.clone()),
-            });
-        }
-        for (i, planned) in launches.iter().enumerate() {
-            if launches[..i].iter().any(|other| other.name == planned.name) {
+            if config.servers[..i]
+                .iter()
+                .any(|other| other.name == spec.name)
+            {
                 bail!(
                     "two MCP servers are named {:?}; give each a unique name",
-                    planned.name
+                    spec.name
                 );
             }
         }
+        let mut planned = Vec::new();
+        for spec in &config.servers {
+            planned.push(if spec.enabled {
+                Some(plan::plan(spec, &config, &ctx, &eras))
+            } else {
+                None
+            });
+        }
 
-        let started = join_all(launches.into_iter().map(|planned| async move {
-            let outcome =
-                Server::start(planned.name.clone(), planned.launch, config.startup_timeout).await;
-            (
-                planned.prefixed,
-                planned.trusted,
-                planned.call_timeout,
-                outcome,
-            )
-        }))
+        let started = join_all(planned.into_iter().zip(&config.servers).map(
+            |(planned, spec)| async move {
+                let planned = match planned {
+                    None => return (spec, None),
+                    Some(Err(e)) => {
+                        return (
+                            spec,
+                            Some(Err(format!("server {} cannot start: {e:#}", spec.name))),
+                        );
+                    }
+                    Some(Ok(planned)) => planned,
+                };
+                let where_ = planned.launch.describe();
+                let outcome = Server::start(
+                    planned.name.clone(),
+                    planned.launch,
+                    planned.startup_timeout,
+                )
+                .await;
+                let meta = (
+                    planned.prefixed,
+                    planned.trusted,
+                    planned.call_timeout,
+                    planned.filter,
+                    where_,
+                );
+                (spec, Some(outcome.map(|started| (started, meta))))
+            },
+        ))
         .await;
 
         let mut hub = Hub {
             servers: Vec::new(),
             call_timeouts: Vec::new(),
+            filters: Vec::new(),
             tools: Vec::new(),
             declarations: Vec::new(),
             by_name: HashMap::new(),
             warnings: Vec::new(),
             max_output: config.max_output,
+            statuses: Vec::new(),
+            catalog: refresh::Catalog::default(),
         };
-        let mut table = NameTable::default();
-        for (prefixed, trusted, call_timeout, outcome) in started {
+        for (spec, outcome) in started {
+            let mut status = ServerStatus {
+                name: spec.name.clone(),
+                where_: status::describe_spec(spec, &config),
+                state: ServerState::Disabled,
+            };
             match outcome {
-                Ok((server, mut tools)) => {
-                    tools.sort_by(|a, b| a.name.cmp(&b.name));
-                    let server_idx = hub.servers.len();
-                    let prefix = prefixed.then(|| server.name().to_string());
-                    for tool in &tools {
-                        hub.add_tool(
-                            &mut table,
-                            server.name(),
-                            prefix.as_deref(),
-                            trusted,
-                            tool,
-                            server_idx,
-                        );
-                    }
+                None => {}
+                Some(Ok((
+                    (server, mut tools),
+                    (prefixed, trusted, call_timeout, filter, where_),
+                ))) => {
+                    tools.retain(|tool| filter.allows(&tool.name));
+                    let listed = tools.len();
+                    // Named and declared by `rebuild` below (refresh.rs).
+                    hub.catalog.listed(prefixed, trusted, tools);
+                    status.where_ = where_;
+                    status.state = ServerState::Running {
+                        tools: listed,
+                        era: server.era(),
+                    };
                     hub.servers.push(server);
                     hub.call_timeouts.push(call_timeout);
+                    hub.filters.push(filter);
                 }
-                Err(warning) => hub.warn(warning),
+                Some(Err(warning)) => {
+                    if spec.required {
+                        hub.shutdown().await;
+                        bail!(
+                            "{warning}; it is required (mcp_servers.{}.required = true)",
+                            spec.name
+                        );
+                    }
+                    status.state = ServerState::Failed {
+                        reason: warning.clone(),
+                    };
+                    hub.warn(warning);
+                }
             }
+            hub.statuses.push(status);
         }
+        // Names, declarations, meta-tools; list_changed subscriptions.
+        hub.rebuild();
+        hub.listen_for_changes();
         Ok(hub)
+    }
+
+    /// Every configured server: where it runs and whether it is running
+    /// (with its tool count and era), failed (why) or disabled, in
+    /// configuration order. A running server found dead since is reported
+    /// as failed.
+    pub fn status(&self) -> Vec<ServerStatus> {
+        self.statuses
+            .iter()
+            .map(|status| {
+                let mut status = status.clone();
+                if let ServerState::Running { tools, .. } = status.state
+                    && let Some(server) = self.servers.iter().find(|s| s.name() == status.name)
+                {
+                    status.state = if server.is_running() {
+                        ServerState::Running {
+                            tools,
+                            era: server.era(),
+                        }
+                    } else {
+                        ServerState::Failed {
+                            reason: format!("server {} stopped running", status.name),
+                        }
+                    };
+                }
+                status
+            })
+            .collect()
+    }
+
+    /// Calls `tool` (its name on the server, not the model's name) on
+    /// `server` and returns the server's answer as given, for `nanohermes
+    /// mcp call`. An answer with `isError` is `Ok`; an unknown server, a
+    /// tool the spec's `enabled_tools`/`disabled_tools` withhold, a
+    /// timeout or a dead server is an error (the hub's `ERROR: ...` text
+    /// without the prefix).
+    pub async fn call_raw(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Map<String, Value>,
+    ) -> anyhow::Result<CallToolResult> {
+        let Some(i) = self.servers.iter().position(|s| s.name() == server) else {
+            let running: Vec<&str> = self.servers.iter().map(Server::name).collect();
+            bail!(
+                "no running server named {server}; running: {}",
+                if running.is_empty() {
+                    "(none)".to_owned()
+                } else {
+                    running.join(", ")
+                }
+            );
+        };
+        if !self.filters[i].allows(tool) {
+            bail!(
+                "tool {tool} of server {server} is withheld by mcp_servers.{server}.enabled_tools or disabled_tools"
+            );
+        }
+        self.servers[i]
+            .call_result(tool, arguments, self.call_timeouts[i], self.max_output)
+            .await
+            .map_err(|message| {
+                anyhow::anyhow!(
+                    "{}",
+                    message
+                        .strip_prefix("ERROR: ")
+                        .unwrap_or(&message)
+                        .to_owned()
+                )
+            })
+    }
+
+    /// Names of the agent's environment variables that `spec`'s server
+    /// would not receive (for `nanohermes mcp get`), sorted: for a stdio
+    /// server everything outside the allow-list (HOME, PATH, LANG, LC_*,
+    /// ...) that its `env_vars`/`env` do not name; for a built-in child
+    /// the secrets; none for in-process and HTTP servers.
+    pub fn withheld_env(spec: &ServerSpec) -> Vec<String> {
+        plan::withheld_env(spec)
     }
 
     /// Declares only the tools `policy` allows: the model is offered what it
@@ -338,14 +444,9 @@ impl Hub {
     /// (execution gates), so a call to a withheld tool is refused with the
     /// policy's reason rather than "unknown tool".
     pub fn offer_only(mut self, policy: Policy) -> Hub {
-        let offered: Vec<Value> = self
-            .tools
-            .iter()
-            .zip(std::mem::take(&mut self.declarations))
-            .filter(|(tool, _)| policy.allows(&tool.facts()))
-            .map(|(_, declaration)| declaration)
-            .collect();
-        self.declarations = offered;
+        // Kept, so every refresh narrows the new declarations the same way.
+        self.catalog.offer(policy);
+        self.rebuild();
         self
     }
 
@@ -397,6 +498,9 @@ impl Hub {
     /// Calls the tool the model calls `name`. Never panics, never fails:
     /// every problem is an `ERROR: ...` string (see the module docs).
     pub async fn call(&self, name: &str, arguments: Map<String, Value>) -> String {
+        if let Some(answer) = self.call_meta(name, &arguments).await {
+            return answer;
+        }
         let Some((tool, server)) = self.by_name.get(name) else {
             return self.unknown_tool(name);
         };
@@ -478,6 +582,9 @@ impl Hub {
     }
 
     fn unknown_tool(&self, name: &str) -> String {
+        if let Some(server) = self.catalog.removed(name) {
+            return refresh::no_longer_offered(name, server);
+        }
         let mut listed: Vec<&str> = self
             .tools
             .iter()

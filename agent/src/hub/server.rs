@@ -12,48 +12,27 @@
 //! through; a server that dies again stays down and every call says so.
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use mcp_tools::ToolContext;
-use mcp_tools::spawn::{self, EnvPolicy, ProcessTree, Signal};
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonObject, Tool,
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
+    CancelledNotificationParam, ClientCapabilities, ClientConfig, ClientRequest, Implementation,
+    JsonObject, RequestId, ServerResult, Tool,
 };
-use rmcp::service::{Peer, RoleClient, RunningService, ServiceError, ServiceExt};
-use rmcp::transport::TokioChildProcess;
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
 use tokio::io::AsyncBufReadExt;
 use tokio::process::ChildStderr;
 use tokio::task::JoinHandle;
 
-use super::builtin::{Builtin, BuiltinOptions};
-use super::{ExternalServer, result};
+use super::connect::{Connection, Launch};
+use super::era::Era;
+use super::refresh::{ListChanged, Notified};
+use super::{progress_cap, result};
 
 /// A connected MCP client, whatever the transport.
-pub(crate) type Client = RunningService<RoleClient, ClientConfig>;
-
-/// One live connection: the client and, for a child process, the tree it
-/// leads, killed when the connection is replaced, shut down or dropped.
-struct Connection {
-    client: Client,
-    tree: Option<ProcessTree>,
-}
-
-impl Connection {
-    /// Closes the session (a child gets EOF on stdin, then SIGTERM, then
-    /// SIGKILL: rmcp's graceful shutdown of the leader), then kills what is
-    /// left of its tree (grandchildren, daemons that left the group).
-    async fn close(self) {
-        let _ = self.client.cancel().await;
-        if let Some(tree) = self.tree {
-            tree.signal_group(Signal::SIGTERM);
-            tree.kill();
-        }
-    }
-}
+pub(crate) type Client = RunningService<RoleClient, Notified>;
 
 /// How many times a dead server is restarted over the hub's life.
 pub const MAX_RESTARTS: u32 = 1;
@@ -66,20 +45,13 @@ const STDERR_LINES: usize = 20;
 /// reason it died.
 const STDERR_DRAIN: Duration = Duration::from_millis(500);
 
-/// What the agent says about itself in `initialize`.
-pub(crate) fn client_config() -> ClientConfig {
-    ClientConfig::new(
+/// The client handler of a new connection: what the agent says about
+/// itself in `initialize`, and the list-changed flags (refresh.rs, H11).
+pub(crate) fn client_config() -> Notified {
+    Notified::new(ClientConfig::new(
         ClientCapabilities::default(),
         Implementation::new("nanohermes", env!("CARGO_PKG_VERSION")),
-    )
-}
-
-/// How to (re)start a server.
-pub(crate) enum Launch {
-    /// In-process, confined to the context's workspace.
-    Builtin(Builtin, ToolContext, BuiltinOptions),
-    /// A child process over stdio, started in `cwd`.
-    External(ExternalServer, PathBuf),
+    ))
 }
 
 /// One server: its launch recipe and its current connection.
@@ -111,6 +83,7 @@ struct State {
     /// Why the server is down, once that is known.
     dead: Option<String>,
     restarts: u32,
+    era: Era,
 }
 
 impl Server {
@@ -143,13 +116,16 @@ impl Server {
             }
             Err(_) => {
                 return Err(format!(
-                    "server {name} did not start within {}{}",
+                    "server {name} did not start within {} (raise \
+                     mcp_servers.{name}.startup_timeout_sec if it needs longer, as a first `npx` \
+                     run that downloads may){}",
                     seconds(startup_timeout),
                     stderr.drained_suffix().await
                 ));
             }
         };
         let state = State {
+            era: connection.era,
             peer: connection.client.peer().clone(),
             connection: Some(connection),
             generation: 0,
@@ -186,18 +162,32 @@ impl Server {
         timeout: Duration,
         max_output: usize,
     ) -> String {
+        match self.call_result(tool, arguments, timeout, max_output).await {
+            Ok(answer) => result::render(&answer, max_output),
+            Err(message) => message,
+        }
+    }
+
+    /// Calls `tool` and returns the server's answer as given, or the
+    /// `ERROR: ...` line [`Server::call`] would return.
+    pub(crate) async fn call_result(
+        &self,
+        tool: &str,
+        arguments: JsonObject,
+        timeout: Duration,
+        max_output: usize,
+    ) -> Result<CallToolResult, String> {
         let (peer, generation) = match self.live_peer() {
             Some(live) => live,
-            None => match self.restart().await {
-                Ok(live) => live,
-                Err(message) => return message,
-            },
+            None => self.restart().await?,
         };
         self.call_on(peer, generation, tool, arguments, timeout, max_output)
             .await
     }
 
-    /// [`Server::call`] on connection `generation`, through `peer`.
+    /// [`Server::call_result`] on connection `generation`, through `peer`.
+    /// The timer restarts on each progress notification of this call, up to
+    /// [`progress_cap`] in all.
     async fn call_on(
         &self,
         peer: Peer<RoleClient>,
@@ -206,17 +196,49 @@ impl Server {
         arguments: JsonObject,
         timeout: Duration,
         max_output: usize,
-    ) -> String {
+    ) -> Result<CallToolResult, String> {
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-        // Dropping the call on timeout sends `notifications/cancelled`.
-        match tokio::time::timeout(timeout, peer.call_tool(params)).await {
-            Ok(Ok(answer)) => result::render(&answer, max_output),
-            Err(_) => format!(
-                "ERROR: tool {tool} on server {} timed out after {}; the call was cancelled",
+        let cap = progress_cap(timeout);
+        let options = PeerRequestOptions::with_timeout(timeout)
+            .reset_timeout_on_progress()
+            .with_max_total_timeout(cap);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let answer = match peer.send_request_with_option(request, options).await {
+            Ok(handle) => {
+                // A call dropped midway (the user interrupted the step) still
+                // tells the server to stop.
+                let guard = CancelOnDrop::new(&peer, handle.id.clone());
+                let answer = handle.await_response().await;
+                guard.disarm();
+                answer
+            }
+            Err(e) => Err(e),
+        };
+        let key = format!("mcp_servers.{}.tool_timeout_sec", self.name);
+        match answer {
+            Ok(ServerResult::CallToolResult(answer)) => Ok(answer),
+            Ok(other) => Err(format!(
+                "ERROR: server {} answered the call to {tool} with something other than a tool \
+                 result ({}); the call may need a feature NanoHermes lacks",
+                self.name,
+                mcp_tools::clamp(&format!("{other:?}"), 200)
+            )),
+            Err(ServiceError::Timeout { timeout: hit }) if hit == cap && cap != timeout => {
+                Err(format!(
+                    "ERROR: tool {tool} on server {} was still running after {} (the cap of 10 \
+                     times the call timeout, at most 1 h, even while it reports progress); the \
+                     call was cancelled; raise {key} if it needs longer",
+                    self.name,
+                    seconds(cap)
+                ))
+            }
+            Err(ServiceError::Timeout { .. }) => Err(format!(
+                "ERROR: tool {tool} on server {} timed out after {} without progress; the call \
+                 was cancelled; raise {key} if it needs longer",
                 self.name,
                 seconds(timeout)
-            ),
-            Ok(Err(ServiceError::McpError(e))) => mcp_tools::clamp(
+            )),
+            Err(ServiceError::McpError(e)) => Err(mcp_tools::clamp(
                 &format!(
                     "ERROR: server {} rejected the call to {tool}: {} (JSON-RPC error {}{})",
                     self.name,
@@ -225,27 +247,37 @@ impl Server {
                     e.data.map(|d| format!(", data: {d}")).unwrap_or_default()
                 ),
                 max_output,
-            ),
-            Ok(Err(e)) => {
+            )),
+            Err(e) => {
                 let closed = matches!(
                     e,
                     ServiceError::TransportClosed | ServiceError::TransportSend(_)
                 );
                 if closed || peer.is_transport_closed() {
-                    match self.mark_dead(generation, "the connection closed").await {
-                        Death::Dead(reason) => self.not_running(&reason),
-                        Death::Stale => format!(
-                            "ERROR: the connection to server {} closed during the call to {tool}, \
+                    Err(
+                        match self.mark_dead(generation, "the connection closed").await {
+                            Death::Dead(reason) => self.not_running(&reason),
+                            Death::Stale => format!(
+                                "ERROR: the connection to server {} closed during the call to {tool}, \
                              and the server has been restarted since; check whether the call took \
                              effect, then call it again if needed",
-                            self.name
-                        ),
-                    }
+                                self.name
+                            ),
+                        },
+                    )
                 } else {
-                    format!("ERROR: call to {tool} on server {} failed: {e}", self.name)
+                    Err(format!(
+                        "ERROR: call to {tool} on server {} failed: {e}",
+                        self.name
+                    ))
                 }
             }
         }
+    }
+
+    /// The era of the current connection.
+    pub(crate) fn era(&self) -> Era {
+        self.read().era
     }
 
     /// Stops the server; a child process gets EOF on stdin, then SIGTERM,
@@ -341,6 +373,7 @@ impl Server {
                     let mut state = self.write();
                     state.generation += 1;
                     state.peer = peer.clone();
+                    state.era = connection.era;
                     state.dead = None;
                     (state.connection.replace(connection), state.generation)
                 };
@@ -374,53 +407,25 @@ impl Server {
     }
 }
 
-impl Launch {
-    /// Starts the server and completes `initialize`.
-    async fn connect(&self, name: &str, stderr: &Arc<StderrTail>) -> anyhow::Result<Connection> {
-        match self {
-            Launch::Builtin(builtin, ctx, options) => Ok(Connection {
-                client: builtin.connect(ctx.clone(), *options).await?,
-                tree: None,
-            }),
-            Launch::External(server, cwd) => {
-                let (transport, tree) = spawn_external(name, server, cwd, stderr)?;
-                // A failed `initialize` drops the tree: nothing is left running.
-                let client = client_config().serve(transport).await?;
-                Ok(Connection {
-                    client,
-                    tree: Some(tree),
-                })
-            }
+// For refresh.rs and resources.rs (H11): tool list changes and meta-tools.
+impl Server {
+    /// The live connection's peer, its generation and the list-changed
+    /// flags its handler sets; `None` while the server is down.
+    pub(crate) fn watch(&self) -> Option<(Peer<RoleClient>, u64, Arc<ListChanged>)> {
+        let (peer, generation) = self.live_peer()?;
+        let state = self.read();
+        let changed = state.connection.as_ref()?.client.service().changed();
+        (state.generation == generation).then_some((peer, generation, changed))
+    }
+
+    /// The live peer for a request other than a tool call, restarting a
+    /// dead server the way [`Server::call`] does.
+    pub(crate) async fn peer(&self) -> Result<Peer<RoleClient>, String> {
+        match self.live_peer() {
+            Some((peer, _)) => Ok(peer),
+            None => self.restart().await.map(|(peer, _)| peer),
         }
     }
-}
-
-/// Starts an external server through the kit's spawn policy: its own
-/// process group, the allow-listed environment plus the variables the user
-/// configured for it (never the model's key), stdio piped to rmcp.
-fn spawn_external(
-    name: &str,
-    server: &ExternalServer,
-    cwd: &std::path::Path,
-    stderr: &Arc<StderrTail>,
-) -> anyhow::Result<(TokioChildProcess, ProcessTree)> {
-    let mut command = spawn::command(&server.command, &EnvPolicy::AllowList(server.env.clone()));
-    command.args(&server.args).current_dir(cwd);
-    // rmcp spawns the child itself (its builder sets stdin/stdout to pipes
-    // and keeps `process_group(0)`): adopt the pid into a tree right after.
-    let (command, marker) = command.into_command();
-    let (transport, child_stderr) = TokioChildProcess::builder(command)
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("cannot run {:?}", server.command))?;
-    let pid = transport
-        .id()
-        .context("the server exited before it could be tracked")?;
-    let tree = ProcessTree::adopt(pid, marker);
-    if let Some(child_stderr) = child_stderr {
-        stderr.follow(name.to_string(), child_stderr);
-    }
-    Ok((transport, tree))
 }
 
 /// The last lines a child wrote to stderr. The child's stderr never reaches
@@ -428,13 +433,13 @@ fn spawn_external(
 /// goes to `tracing` at info level with the server's name, and the last one
 /// goes into the message when the server fails.
 #[derive(Default)]
-struct StderrTail {
+pub(crate) struct StderrTail {
     lines: Mutex<VecDeque<String>>,
     reader: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl StderrTail {
-    fn follow(self: &Arc<Self>, name: String, stderr: ChildStderr) {
+    pub(crate) fn follow(self: &Arc<Self>, name: String, stderr: ChildStderr) {
         let tail = Arc::clone(self);
         let reader = tokio::spawn(async move {
             let mut lines = tokio::io::BufReader::new(stderr).lines();
@@ -457,7 +462,7 @@ impl StderrTail {
         }
     }
 
-    fn clear(&self) {
+    pub(crate) fn clear(&self) {
         self.lines.lock().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
@@ -476,6 +481,44 @@ impl StderrTail {
     }
 }
 
+/// Sends `notifications/cancelled` for a request whose caller stopped
+/// waiting, unless [`disarm`](CancelOnDrop::disarm)ed first.
+struct CancelOnDrop {
+    peer: Option<Peer<RoleClient>>,
+    id: RequestId,
+}
+
+impl CancelOnDrop {
+    fn new(peer: &Peer<RoleClient>, id: RequestId) -> CancelOnDrop {
+        CancelOnDrop {
+            peer: Some(peer.clone()),
+            id,
+        }
+    }
+
+    fn disarm(mut self) {
+        self.peer = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(peer) = self.peer.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let notification = CancelledNotification::new(CancelledNotificationParam::new(
+            Some(self.id.clone()),
+            Some("the caller stopped waiting".to_owned()),
+        ));
+        runtime.spawn(async move {
+            let _ = peer.send_notification(notification.into()).await;
+        });
+    }
+}
+
 fn seconds(duration: Duration) -> String {
     format!("{} s", duration.as_secs_f64())
 }
@@ -486,7 +529,7 @@ mod tests {
 
     /// `examples/fixture_server.rs`, which `cargo test` builds next to the
     /// test executables.
-    fn fixture() -> ExternalServer {
+    fn fixture() -> Launch {
         let exe = std::env::current_exe().expect("test executable path");
         let path = exe
             .parent()
@@ -500,21 +543,20 @@ mod tests {
              `cargo build -p nanohermes --example fixture_server` first",
             path.display()
         );
-        ExternalServer {
-            name: "fx".into(),
-            command: path.display().to_string(),
+        let child = super::super::connect::ChildSpec {
+            program: path,
             args: vec![],
-            env: vec![],
-            trusted_annotations: true,
-        }
+            env: mcp_tools::spawn::EnvPolicy::AllowList(vec![]),
+            cwd: std::env::temp_dir(),
+        };
+        Launch::Child(child, super::super::connect::EraHint::Modern)
     }
 
     const LONG: Duration = Duration::from_secs(30);
 
     #[tokio::test]
     async fn a_late_failure_of_an_old_connection_leaves_the_restarted_server_up() {
-        let dir = tempfile::tempdir().unwrap();
-        let launch = Launch::External(fixture(), dir.path().to_path_buf());
+        let launch = fixture();
         let (server, _) = Server::start("fx".into(), launch, LONG).await.unwrap();
         let (old_peer, old_generation) = server.live_peer().unwrap();
 
@@ -538,7 +580,8 @@ mod tests {
                 LONG,
                 20_000,
             )
-            .await;
+            .await
+            .unwrap_err();
         assert_eq!(
             late,
             "ERROR: the connection to server fx closed during the call to pid, and the server \

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use nanohermes::agent::{Agent, AgentConfig};
-use nanohermes::hub::{Builtin, ExternalServer, Hub, HubConfig};
+use nanohermes::config::sources::{BuiltinName, Origin, ServerSpec, StdioSpec, Transport};
+use nanohermes::hub::{Hub, HubConfig};
 use nanohermes::llm::{Client, ModelSettings, RetryPolicy, ToolCall};
 use nanohermes::ui::{Ui, tool_line};
 
@@ -34,27 +35,33 @@ pub fn fixture_server() -> PathBuf {
     path
 }
 
-/// The fixture mounted as external server `fx`.
-pub fn fixture(name: &str) -> ExternalServer {
-    ExternalServer {
+/// The fixture mounted as external server `name` (from `--mcp`, so trusted).
+pub fn fixture(name: &str) -> ServerSpec {
+    stdio_spec(name, &fixture_server().display().to_string(), &[])
+}
+
+/// An external stdio server `name` running `command args`, as a `--mcp`
+/// flag would give it, with a generous startup timeout (a hang guard).
+pub fn stdio_spec(name: &str, command: &str, args: &[&str]) -> ServerSpec {
+    ServerSpec {
         name: name.to_owned(),
-        command: fixture_server().display().to_string(),
-        args: vec![],
-        env: vec![],
-        trusted_annotations: true,
+        origin: Origin::Flag,
+        builtin: None,
+        transport: Transport::Stdio(StdioSpec {
+            command: command.to_owned(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            ..StdioSpec::default()
+        }),
+        startup_timeout: Duration::from_secs(20),
+        ..ServerSpec::default_builtin(BuiltinName::Files)
     }
 }
 
 /// A hub with the files server in `workspace` and the given external servers.
-pub async fn hub(workspace: &Path, external: Vec<ExternalServer>) -> Hub {
-    let config = HubConfig {
-        workspace: workspace.to_owned(),
-        max_output: mcp_tools::DEFAULT_MAX_OUTPUT,
-        builtins: vec![Builtin::Files],
-        external,
-        startup_timeout: Duration::from_secs(20),
-        allow_private_network: false,
-    };
+pub async fn hub(workspace: &Path, external: Vec<ServerSpec>) -> Hub {
+    let mut servers = vec![ServerSpec::default_builtin(BuiltinName::Files)];
+    servers.extend(external);
+    let config = HubConfig::new(workspace, servers);
     let hub = Hub::start(config).await.expect("hub starts");
     // The fixture collides two of its own tool names on purpose.
     let unexpected: Vec<_> = hub

@@ -53,7 +53,9 @@ pub fn is_secret_name(name: &str) -> bool {
             .contains(name)
 }
 
-fn is_allowed_name(name: &str) -> bool {
+/// True when an [`EnvPolicy::AllowList`] child gets `name` from this
+/// process without being told (HOME, PATH, LANG, LC_*, ...).
+pub fn is_allowed_name(name: &str) -> bool {
     ALLOWED.contains(&name) || name.starts_with("LC_")
 }
 

@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::process::{Child, Command};
 
-pub use env::{EnvPolicy, is_secret_name, withhold};
+pub use env::{EnvPolicy, is_allowed_name, is_secret_name, withhold};
 pub use nix::sys::signal::Signal;
 pub use subreaper::become_subreaper;
 pub use tree::ProcessTree;

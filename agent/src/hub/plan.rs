@@ -1,0 +1,229 @@
+//! From a configured [`ServerSpec`] to what the hub starts: the launch
+//! recipe, the environment a child gets, names, timeouts, trust and the
+//! tool filter.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::bail;
+use mcp_tools::ToolContext;
+use mcp_tools::spawn::EnvPolicy;
+
+use crate::config::sources::{HttpSpec, Origin, ServerSpec, StdioSpec, Transport};
+
+use super::builtin::{Builtin, BuiltinOptions};
+use super::connect::{ChildSpec, EraHint, HttpTarget, Launch};
+use super::era::{EraCache, config_key};
+use super::{HubConfig, call_timeout_over};
+
+/// One server to start, before it has started.
+pub(crate) struct Planned {
+    pub(crate) name: String,
+    /// Its tools are named `NAME__TOOL` (every server but a built-in).
+    pub(crate) prefixed: bool,
+    /// Its read-only annotations are believed.
+    pub(crate) trusted: bool,
+    pub(crate) startup_timeout: Duration,
+    pub(crate) call_timeout: Duration,
+    pub(crate) filter: ToolFilter,
+    pub(crate) launch: Launch,
+}
+
+/// `enabled_tools` (an allow-list, when set) then `disabled_tools`, on the
+/// server's own tool names: what is declared and what may be called.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ToolFilter {
+    pub(crate) enabled: Option<Vec<String>>,
+    pub(crate) disabled: Vec<String>,
+}
+
+impl ToolFilter {
+    /// Whether the server's tool `raw_name` is offered.
+    pub(crate) fn allows(&self, raw_name: &str) -> bool {
+        self.enabled
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|n| n == raw_name))
+            && !self.disabled.iter().any(|n| n == raw_name)
+    }
+}
+
+/// Whether the hub believes the annotations (read-only, destructive) of a
+/// server from `origin`. Every origin is the user's choice: the built-ins,
+/// their own config, a flag they typed, and a project's files, which are
+/// read only once the user trusted that project. An origin added later has
+/// to decide here.
+pub fn trusted_annotations(origin: &Origin) -> bool {
+    match origin {
+        Origin::Default | Origin::UserConfig(_) | Origin::Flag => true,
+        Origin::ProjectConfig(_) | Origin::McpJson(_) => true,
+    }
+}
+
+/// Plans every enabled server. A bad spec (an unknown built-in, a bad name)
+/// is an error.
+pub(crate) fn plan(
+    spec: &ServerSpec,
+    config: &HubConfig,
+    ctx: &ToolContext,
+    eras: &Arc<EraCache>,
+) -> anyhow::Result<Planned> {
+    let builtin = match spec.builtin {
+        Some(name) => match Builtin::from_name(name.name()) {
+            Some(builtin) => Some(builtin),
+            None => bail!("no built-in server named {:?}", name.name()),
+        },
+        None => None,
+    };
+    let options = BuiltinOptions {
+        allow_private_network: config.allow_private_network,
+    };
+    let cached = |description: String| EraHint::Cached(Arc::clone(eras), config_key(&description));
+    let launch = match (&spec.transport, builtin) {
+        (Transport::InProcess, Some(builtin)) => Launch::InProcess(builtin, ctx.clone(), options),
+        (Transport::BuiltinProcess, Some(builtin)) => Launch::Child(
+            builtin_child(builtin, config, ctx.max_output),
+            EraHint::Modern,
+        ),
+        (Transport::InProcess | Transport::BuiltinProcess, None) => {
+            bail!("server {} runs a built-in but names none", spec.name)
+        }
+        (Transport::Stdio(stdio), _) => {
+            let child = stdio_child(stdio, &config.workspace);
+            let description = format!("stdio {child:?}");
+            Launch::Child(child, cached(description))
+        }
+        (Transport::Http(http), _) => {
+            let target = http_target(&spec.name, http)?;
+            let description = format!("http {} {:?}", target.url, http);
+            Launch::Http(target, cached(description))
+        }
+    };
+    // A built-in's tools stop themselves; the hub's timeout sits above that,
+    // whatever the configured value, so their own answer arrives first.
+    let call_timeout = match builtin {
+        Some(builtin) => spec
+            .tool_timeout
+            .max(call_timeout_over(builtin.max_call_time())),
+        None => spec.tool_timeout,
+    };
+    Ok(Planned {
+        name: spec.name.clone(),
+        prefixed: builtin.is_none(),
+        trusted: trusted_annotations(&spec.origin),
+        startup_timeout: spec.startup_timeout,
+        call_timeout,
+        filter: ToolFilter {
+            enabled: spec.enabled_tools.clone(),
+            disabled: spec.disabled_tools.clone(),
+        },
+        launch,
+    })
+}
+
+/// `nanohermes builtin NAME --root WORKSPACE ...`: ours, so it gets the
+/// user's environment minus secrets, as the in-process server would see.
+fn builtin_child(builtin: Builtin, config: &HubConfig, max_output: usize) -> ChildSpec {
+    let mut args = vec![
+        "builtin".to_owned(),
+        builtin.name().to_owned(),
+        "--root".to_owned(),
+        config.workspace.display().to_string(),
+        "--max-output".to_owned(),
+        max_output.to_string(),
+    ];
+    if builtin == Builtin::Web && config.allow_private_network {
+        args.push("--allow-private-network".to_owned());
+    }
+    ChildSpec {
+        program: config.builtin_exe.clone(),
+        args,
+        env: EnvPolicy::ScrubSecrets,
+        cwd: config.workspace.clone(),
+    }
+}
+
+/// An external program: the allow-list, then the variables it names from
+/// the agent's environment (`env_vars`), then its own `env` values.
+fn stdio_child(stdio: &StdioSpec, workspace: &Path) -> ChildSpec {
+    let mut pairs: Vec<(String, String)> = stdio
+        .env_vars
+        .iter()
+        .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
+        .collect();
+    pairs.extend(stdio.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    ChildSpec {
+        program: PathBuf::from(&stdio.command),
+        args: stdio.args.clone(),
+        env: EnvPolicy::AllowList(pairs),
+        cwd: stdio.cwd.clone().unwrap_or_else(|| workspace.to_path_buf()),
+    }
+}
+
+/// Headers and token from the spec and the environment. A named variable
+/// that is unset is an error that names the key, since the server would
+/// refuse us anyway.
+fn http_target(name: &str, http: &HttpSpec) -> anyhow::Result<HttpTarget> {
+    let var = |key: &str, var: &str| match std::env::var(var) {
+        Ok(value) if !value.is_empty() => Ok(value),
+        _ => bail!(
+            "mcp_servers.{name}.{key} names {var}, which is not set; export {var} or remove {key}"
+        ),
+    };
+    let bearer = match &http.bearer_token_env_var {
+        Some(v) => Some(var("bearer_token_env_var", v)?),
+        None => None,
+    };
+    let mut headers: Vec<(String, String)> = http
+        .headers
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for (header, v) in &http.env_headers {
+        headers.push((header.clone(), var("env_http_headers", v)?));
+    }
+    Ok(HttpTarget {
+        url: http.url.clone(),
+        bearer,
+        headers,
+    })
+}
+
+/// Variables of the agent's environment a server will not receive: for a
+/// stdio server, everything outside the allow-list it did not name in
+/// `env_vars`/`env`; for a built-in child, the secrets; nothing for
+/// in-process and HTTP servers (they get no environment from us). Sorted.
+pub(crate) fn withheld_env(spec: &ServerSpec) -> Vec<String> {
+    let mut names: Vec<String> = std::env::vars_os()
+        .map(|(name, _)| name.to_string_lossy().into_owned())
+        .filter(|name| match &spec.transport {
+            Transport::Stdio(stdio) => {
+                !mcp_tools::spawn::is_allowed_name(name)
+                    && !stdio.env_vars.iter().any(|v| v == name)
+                    && !stdio.env.contains_key(name)
+            }
+            Transport::BuiltinProcess => mcp_tools::spawn::is_secret_name(name),
+            Transport::InProcess | Transport::Http(_) => false,
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enabled_tools_then_disabled_tools() {
+        let filter = ToolFilter {
+            enabled: Some(vec!["a".into(), "b".into()]),
+            disabled: vec!["b".into()],
+        };
+        assert!(filter.allows("a"));
+        assert!(!filter.allows("b"), "disabled wins");
+        assert!(!filter.allows("c"), "not in the allow-list");
+        assert!(ToolFilter::default().allows("anything"));
+    }
+}
