@@ -2,7 +2,7 @@
 //! a temp `NANOHERMES_HOME`, real config files, the fixture server as a
 //! real child process, the scripted model where a model is needed.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::json;
@@ -68,10 +68,11 @@ impl World {
     /// nothing of the caller's model settings.
     async fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"));
+        // `--workspace` first: after `mcp add NAME --` it would be the command's.
         command
-            .args(args)
             .arg("--workspace")
             .arg(&self.workspace)
+            .args(args)
             .env("NANOHERMES_HOME", &self.home)
             .stdin(std::process::Stdio::null())
             .kill_on_drop(true);
@@ -184,6 +185,57 @@ async fn an_untrusted_projects_mcp_json_is_skipped_with_one_line_saying_how_to_t
     w.write_user(&format!("{line}\n"));
     let trusted = w.run(&["tools"], &[]).await;
     assert!(trusted.stdout.contains("fixture__echo"), "{trusted:#?}");
+}
+
+#[tokio::test]
+async fn on_a_terminal_the_first_run_asks_and_records_the_answer() {
+    // util-linux `script` gives the agent a real pseudo-terminal.
+    if !Path::new("/usr/bin/script").exists() {
+        eprintln!("skipped: /usr/bin/script (util-linux) is not installed");
+        return;
+    }
+    let w = World::new();
+    w.mcp_json_with_fixture();
+    let inner = shlex::try_join([
+        env!("CARGO_BIN_EXE_nanohermes"),
+        "--workspace",
+        w.workspace.to_str().unwrap(),
+        "tools",
+    ])
+    .unwrap();
+    let mut command = tokio::process::Command::new("/usr/bin/script");
+    command
+        .args(["-qec", &inner, "/dev/null"])
+        .env("NANOHERMES_HOME", &w.home)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = command.spawn().unwrap();
+    // Typed ahead: the terminal keeps it until the question reads it.
+    let mut stdin = child.stdin.take().unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut stdin, b"yes\n")
+        .await
+        .unwrap();
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("script finished")
+        .unwrap();
+    let screen = String::from_utf8_lossy(&output.stdout);
+
+    assert!(screen.contains("Trust this project? [y/N]"), "{screen}");
+    assert!(
+        screen.contains("fixture__echo"),
+        "trusted at once: {screen}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.user_config()).unwrap(),
+        w.trust(),
+        "the answer is recorded"
+    );
+    // Decided: no question next time, even without a terminal.
+    let again = w.run(&["tools"], &[]).await;
+    assert!(again.stdout.contains("fixture__echo"), "{again:#?}");
+    drop(stdin);
 }
 
 #[tokio::test]

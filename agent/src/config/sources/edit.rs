@@ -205,9 +205,14 @@ pub fn cut_server(text: &str, name: &str) -> String {
         .filter(|(_, k)| **k)
         .map(|(l, _)| *l)
         .collect();
-    // One removed table must not leave a growing run of blank lines behind.
+    // One removed table must not leave a growing run of blank lines behind:
+    // not where it was, and not at the end (add's separator goes with it).
     while out.contains("\n\n\n") {
         out = out.replace("\n\n\n", "\n\n");
+    }
+    if keep.last() == Some(&false) {
+        out.truncate(out.trim_end_matches('\n').len());
+        out.push('\n');
     }
     if out.trim().is_empty() {
         out.clear();
@@ -372,6 +377,11 @@ mod tests {
             "model = \"m\"\n\n# the docs server\n[mcp_servers.docs]\ncommand = \"d\"\n"
         );
         assert!(!remove_server(&path, "gh").unwrap());
+        // Added then removed: the file is as it was.
+        let before = std::fs::read_to_string(&path).unwrap();
+        add_server(&path, "x", &stdio("x", &[]), false).unwrap();
+        assert!(remove_server(&path, "x").unwrap());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
     }
 
     #[test]
