@@ -487,6 +487,26 @@ async fn mcp_add_list_get_call_remove_round_trip() {
         "the --env pair reaches the server: {env:#?}"
     );
 
+    // A built-in in-process, and a result that ends its own line: one newline.
+    std::fs::write(w.workspace.join("note.txt"), "hi\n").unwrap();
+    let builtin = w
+        .run(
+            &[
+                "mcp",
+                "call",
+                "files",
+                "read_file",
+                r#"{"path":"note.txt"}"#,
+            ],
+            &[],
+        )
+        .await;
+    assert_eq!(builtin.code, Some(0), "{builtin:#?}");
+    assert!(
+        builtin.stdout.ends_with("hi\n") && !builtin.stdout.ends_with("\n\n"),
+        "{builtin:#?}"
+    );
+
     let failed = w.run(&["mcp", "call", "fixture", "fail", "{}"], &[]).await;
     assert_eq!(failed.code, Some(1), "{failed:#?}");
     assert!(!failed.stderr.is_empty(), "the error text: {failed:#?}");

@@ -85,7 +85,9 @@ pub async fn call(
     if result.is_error == Some(true) {
         bail!("{}", text.strip_prefix("ERROR: ").unwrap_or(&text));
     }
-    print(&format!("{text}\n"))
+    // One newline at the end, whether or not the tool wrote one.
+    let newline = if text.ends_with('\n') { "" } else { "\n" };
+    print(&format!("{text}{newline}"))
 }
 
 fn find<'a>(setup: &'a Setup, name: &str) -> anyhow::Result<&'a ServerSpec> {
