@@ -148,6 +148,11 @@ impl<T: ToolBox> Agent<T> {
                 break;
             }
             iterations += 1;
+            // The step boundary: a server's changed tool list is applied
+            // here, so the declarations sent are current.
+            for notice in self.tools.refresh().await {
+                ui.notice(&notice);
+            }
 
             let mut on_event = |event: ChatEvent<'_>| report(ui, event);
             let mut turn = self
@@ -230,11 +235,7 @@ impl<T: ToolBox> Agent<T> {
     /// for the model.
     pub async fn execute(&self, call: &ToolCall, cut_off: bool) -> String {
         let Some(facts) = self.tools.facts(&call.name) else {
-            return format!(
-                "ERROR: unknown tool `{}`; the available tools are: {}",
-                call.name,
-                self.tools.names().join(", ")
-            );
+            return self.tools.unknown_tool(&call.name);
         };
         if let Err(reason) = self.config.policy.check(&call.name, &facts) {
             return format!("ERROR: {reason}");

@@ -2,7 +2,9 @@
 //! gate on, and a call that always answers with a string.
 //!
 //! The loop depends on this trait, not on the MCP hub, so its contract is
-//! stated in three methods; [`crate::hub::Hub`] implements it.
+//! stated in three methods, plus two with defaults: [`ToolBox::refresh`]
+//! (the step boundary, where a server's changed tool list is applied) and
+//! [`ToolBox::unknown_tool`]. [`crate::hub::Hub`] implements it.
 
 use std::future::Future;
 
@@ -32,6 +34,19 @@ pub trait ToolBox {
         arguments: Map<String, Value>,
     ) -> impl Future<Output = String> + Send;
 
+    /// Called by the loop at each step boundary, before a request is built,
+    /// so the declarations sent are current. Never called while a tool
+    /// runs (it takes `&mut self`). Returns notices for the user (a
+    /// server's tools changed, or listing them failed).
+    fn refresh(&mut self) -> impl Future<Output = Vec<String>> + Send {
+        std::future::ready(Vec::new())
+    }
+
+    /// The result of a call to `name`, which is not declared.
+    fn unknown_tool(&self, name: &str) -> String {
+        unknown_tool_message(name, &self.names())
+    }
+
     /// The declared tool names, for error messages.
     fn names(&self) -> Vec<String> {
         self.declarations()
@@ -41,15 +56,33 @@ pub trait ToolBox {
     }
 }
 
+/// The default answer to a call of an undeclared tool.
+pub fn unknown_tool_message(name: &str, declared: &[String]) -> String {
+    format!(
+        "ERROR: unknown tool `{name}`; the available tools are: {}",
+        declared.join(", ")
+    )
+}
+
 impl ToolBox for Hub {
     fn declarations(&self) -> &[Value] {
         Hub::declarations(self)
     }
 
     fn facts(&self, name: &str) -> Option<ToolFacts> {
-        self.tool(name).map(|tool| ToolFacts {
-            read_only: tool.read_only,
-        })
+        // Tools and the resource/prompt meta-tools.
+        Hub::facts(self, name)
+    }
+
+    fn refresh(&mut self) -> impl Future<Output = Vec<String>> + Send {
+        Hub::refresh(self)
+    }
+
+    fn unknown_tool(&self, name: &str) -> String {
+        match self.removed_tool(name) {
+            Some(server) => crate::hub::no_longer_offered(name, server),
+            None => unknown_tool_message(name, &self.names()),
+        }
     }
 
     fn call(

@@ -11,15 +11,20 @@ mod support;
 mod agent_loop;
 /// The `nanohermes` binary: end-to-end runs, exit codes, error lines.
 mod cli;
+/// The config layer on real files: layering, trust, pasted Codex/Claude configs, error texts, --mcp.
+mod config;
 /// The history checker of the test support: it must catch what it claims to.
 mod history_checker;
+/// The config wiring and `nanohermes mcp` through the real binary: trust, --mcp quoting,
+/// add/list/get/call/remove, no process left.
+mod mcp_cli;
 /// The model client: retries, fallback, non-streaming, text on retry.
 mod model_client;
 /// Model output that must never poison the history: bad or cut-off
 /// arguments, streams cut short, missing and repeated call ids.
 mod model_output;
+/// A server whose tool list changes mid-run: declared at the next step, removed tools answered.
+mod refresh;
 /// The stream as servers send it: line ends, cut streams, error frames,
 /// deltas without index.
 mod stream;
-mod config; // The config layer on real files: layering, trust, pasted Codex/Claude configs, error texts, --mcp.
-mod mcp_cli; // The config wiring and `nanohermes mcp` through the real binary: trust, --mcp quoting, add/list/get/call/remove, no process left.
