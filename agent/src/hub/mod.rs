@@ -1,18 +1,29 @@
 //! The MCP client hub: every tool the model can call, from every server, in
 //! one list, and one way to call them.
 //!
-//! [`Hub::start`] starts the built-in servers in-process
-//! ([`Builtin`], typed in-memory channels, no child process) and each
-//! [`ExternalServer`] as a stdio child process, all at once, each within the
-//! startup timeout. It lists their tools (following pagination), names them
-//! and declares them to the model once; [`Hub::call`] routes a call by that
-//! name to its server and returns the string the model sees.
+//! [`Hub::start`] starts every enabled [`ServerSpec`] at once, each within
+//! its own `startup_timeout`, on its transport: a built-in in-process
+//! ([`Builtin`], typed in-memory channels), a built-in as a child process
+//! (`nanohermes builtin NAME`, [`serve_builtin_main`]), an external program
+//! over stdio, or a server over Streamable HTTP. It lists their tools
+//! (following pagination), keeps those the spec's `enabled_tools` then
+//! `disabled_tools` allow, names them and declares them to the model;
+//! [`Hub::call`] routes a call by that name to its server and returns the
+//! string the model sees; [`Hub::call_raw`] and [`Hub::status`] serve
+//! `nanohermes mcp`.
 //!
 //! Contract:
-//! - **Startup never fails on a server.** A server that cannot start, or does
-//!   not answer `initialize` and `tools/list` within the startup timeout, is
-//!   left out and named in [`Hub::warnings`]. Only a bad configuration (an
-//!   unusable workspace, an invalid or duplicate server name) is an error.
+//! - **Startup fails only on a `required` server.** A server that cannot
+//!   start, or does not finish its handshake and `tools/list` within its
+//!   startup timeout, is left out, named once in [`Hub::warnings`] (with the
+//!   last line of its stderr) and [`ServerState::Failed`] in [`Hub::status`];
+//!   the others work. A `required` one makes [`Hub::start`] fail with that
+//!   message, as does a bad configuration (an unusable workspace, an invalid
+//!   or duplicate server name). `enabled = false` servers are not started.
+//! - **Both protocol eras** ([`era`]): 2026-07-28 (`server/discover`,
+//!   `_meta` on every request) with servers that speak it, `initialize`
+//!   with the others, after a short probe whose answer is remembered per
+//!   server configuration in [`HubConfig::era_cache`].
 //! - **Names.** Built-in tools keep their plain names (`read_file`); an
 //!   external server's tools are `SERVER__TOOL`. Every name matches
 //!   `^[a-zA-Z0-9_-]{1,64}$` and starts with a letter; a longer one is cut and
@@ -31,17 +42,20 @@
 //!   (`isError`), a JSON-RPC error, a timeout (`timed out after`; the call
 //!   is cancelled on the server), or a dead server. Results are rendered by
 //!   [`result::render`] and clamped to `max_output`.
-//! - **Timeouts sit above the servers' own.** A built-in whose tools stop
-//!   themselves ([`Builtin::max_call_time`]: `run_command` after at most
-//!   600 s, git after 600 s, `web_fetch` after its fetch timeout) gets
-//!   [`call_timeout_over`] that maximum, so a 600 s `run_command` reports
-//!   its own timeout with its output; every other server gets
-//!   [`DEFAULT_CALL_TIMEOUT`].
+//! - **Timeouts.** Each call may go `tool_timeout` (default 60 s) without an
+//!   answer or a progress notification; each progress notification restarts
+//!   that timer, up to [`progress_cap`] in all (10 times the timeout, at most
+//!   1 h). The message names the key to raise
+//!   (`mcp_servers.NAME.tool_timeout_sec`, `startup_timeout_sec`). A built-in
+//!   whose tools stop themselves ([`Builtin::max_call_time`]: `run_command`
+//!   after at most 600 s, git after 600 s, `web_fetch` after its fetch
+//!   timeout) never gets less than [`call_timeout_over`] that maximum, so a
+//!   600 s `run_command` reports its own timeout with its output.
 //! - **Trust.** A tool is read-only for the policy only when its server
-//!   says so (`readOnlyHint`) and the server is trusted: a built-in, or an
-//!   external server the user vouches for
-//!   ([`ExternalServer::trusted_annotations`], true for `--mcp`). Any other
-//!   server's tools count as not read-only, whatever they claim.
+//!   says so (`readOnlyHint`) and [`trusted_annotations`] vouches for the
+//!   spec's origin (today every origin: built-ins, the user's config,
+//!   `--mcp`, and a trusted project's files, which are only read once the
+//!   user trusted the project).
 //! - **Offered tools.** [`Hub::offer_only`] narrows the declarations to what
 //!   a policy allows; the policy still gates every call.
 //! - **Dead servers.** The call during which a server dies returns
@@ -59,11 +73,12 @@
 //! - **A child's stderr never reaches stdout.** It is piped, logged through
 //!   `tracing` (info level, with the server name), and its last line is quoted
 //!   when the server fails.
-//! - **Children.** An external server is started through the kit's spawn
+//! - **Children.** A child server is started through the kit's spawn
 //!   policy ([`mcp_tools::spawn`]): it leads its own process group (a
-//!   terminal's Ctrl-C reaches only the agent), its environment is the
-//!   allow-list plus the variables configured for it (never the model's
-//!   key), and its whole tree (`npx` → `npm exec` → `node`, daemons that
+//!   terminal's Ctrl-C reaches only the agent); an external one's
+//!   environment is the allow-list plus its `env_vars` and `env` (see
+//!   [`Hub::withheld_env`]), a built-in child's is the user's minus secrets;
+//!   never the model's key; and its whole tree (`npx` → `npm exec` → `node`, daemons that
 //!   called `setsid`) is killed when it is shut down, restarted, or the agent
 //!   exits.
 //! - [`Hub::shutdown`] closes every connection; children get EOF on stdin,
