@@ -23,7 +23,8 @@
 //!   required and `style`).
 //!
 //! `toggle_tool` adds or removes the tool `extra` and sends
-//! `notifications/tools/list_changed` (the capability is always advertised).
+//! `notifications/tools/list_changed` (the capability is always advertised);
+//! `break_listing` makes every later `tools/list` fail, and sends it too.
 //!
 //! Tools: `echo`, `slow`, `progress` (sleeps, reporting progress or not),
 //! `crash` (exits the process mid-call), `pid`,
@@ -106,6 +107,8 @@ struct Fixture {
     pids: Arc<Vec<u32>>,
     /// Whether `extra` is listed (flipped by `toggle_tool`).
     extra_on: Arc<std::sync::atomic::AtomicBool>,
+    /// Set by `break_listing`: `tools/list` fails from then on.
+    listing_broken: Arc<std::sync::atomic::AtomicBool>,
     /// `--resources`: resources and prompts are offered.
     resources: bool,
 }
@@ -133,6 +136,7 @@ impl Fixture {
             page_size,
             pids: Arc::new(pids),
             extra_on: Arc::default(),
+            listing_broken: Arc::default(),
             resources: false,
         }
     }
@@ -293,7 +297,7 @@ impl ServerHandler for Fixture {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = self.visible_tools();
+        let tools = self.visible_tools()?;
         let Some(size) = self.page_size else {
             return Ok(ListToolsResult::with_all_items(tools));
         };
@@ -436,6 +440,16 @@ impl Fixture {
         if on { "extra added" } else { "extra removed" }.to_string()
     }
 
+    /// Make every later `tools/list` fail, and send
+    /// `notifications/tools/list_changed`.
+    #[tool]
+    async fn break_listing(&self, context: RequestContext<RoleServer>) -> String {
+        self.listing_broken
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = context.peer.notify_tool_list_changed().await;
+        "listing broken".to_string()
+    }
+
     /// Listed only after `toggle_tool`.
     #[tool]
     async fn extra(&self) -> Result<String, String> {
@@ -466,14 +480,25 @@ impl Fixture {
         capabilities
     }
 
-    /// Every tool, without `extra` unless it is toggled on.
-    fn visible_tools(&self) -> Vec<rmcp::model::Tool> {
+    /// Every tool, without `extra` unless it is toggled on; an error
+    /// after `break_listing`.
+    fn visible_tools(&self) -> Result<Vec<rmcp::model::Tool>, ErrorData> {
+        if self
+            .listing_broken
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            return Err(ErrorData::internal_error(
+                "listing is broken on purpose",
+                None,
+            ));
+        }
         let extra_on = self.extra_on.load(std::sync::atomic::Ordering::SeqCst);
-        self.tool_router
+        Ok(self
+            .tool_router
             .list_all()
             .into_iter()
             .filter(|tool| extra_on || tool.name != "extra")
-            .collect()
+            .collect())
     }
 }
 

@@ -347,3 +347,37 @@ async fn a_prompt_is_listed_and_got_with_its_arguments() {
     );
     hub.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_refresh_that_fails_keeps_the_old_tools_and_says_so_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut hub = start(dir.path(), vec![fixture("fx", &[])]).await;
+    let before = declared(&hub);
+    assert_eq!(
+        hub.call("fx__break_listing", Map::new()).await,
+        "listing broken"
+    );
+
+    let notices = refresh_until_notice(&mut hub).await;
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert!(
+        notices[0].starts_with("server fx changed its tools, but listing them failed ("),
+        "{}",
+        notices[0]
+    );
+    assert!(
+        notices[0].ends_with(&format!("); keeping its previous {} tools", before.len())),
+        "{}",
+        notices[0]
+    );
+    assert_eq!(declared(&hub), before);
+    assert_eq!(
+        hub.call("fx__echo", args(json!({"text": "still here"})))
+            .await,
+        "still here"
+    );
+    // Told once: the next boundaries do not ask again.
+    assert!(hub.refresh().await.is_empty());
+    assert!(hub.refresh().await.is_empty());
+    hub.shutdown().await;
+}
