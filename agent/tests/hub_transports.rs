@@ -163,7 +163,7 @@ async fn a_builtin_moved_to_a_child_process_or_http_reads_what_in_process_reads(
     for (transport, where_prefix, era) in [
         (Transport::InProcess, "in-process", None),
         (Transport::BuiltinProcess, "process: ", Some(Era::Modern)),
-        (remote, "http: http://127.0.0.1:", None),
+        (remote, "http: http://127.0.0.1:", Some(Era::Modern)),
     ] {
         let spec = builtin(BuiltinName::Files, transport);
         let hub = Hub::start(config(dir.path(), vec![spec])).await.unwrap();
