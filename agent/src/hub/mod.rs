@@ -32,11 +32,20 @@
 //!   dropped. The order is fixed: built-ins in configuration order, then
 //!   external servers in configuration order, each server's tools sorted by
 //!   raw name.
-//! - **Declarations** are computed once at start from each tool's input
+//! - **Declarations** are computed at start, and again by [`Hub::refresh`]
+//!   when a server's tools changed, from each tool's input
 //!   schema, sanitised on its own ([`schema::sanitize`]): no `$schema`, no
 //!   `$ref`/`$defs`, an object root with `properties`; then trimmed by
 //!   [`compact::compact`] (no `null` alternative on optional properties, no
 //!   Rust-type formats), since every request carries every declaration.
+//! - **Tool list changes** (`tools/list_changed`) only set a flag; the loop
+//!   calls [`Hub::refresh`] at each step boundary, which lists that
+//!   server's tools again and rebuilds the declarations (refresh.rs). A
+//!   failed listing keeps the old tools (one notice); a removed tool
+//!   answers `ERROR: tool X is no longer offered by server S`.
+//! - **Resources and prompts** reach the model through four read-only
+//!   meta-tools ([`resources`]), declared only while a running server
+//!   advertises the capability.
 //! - **Calls never fail.** Every problem is a string starting with `ERROR: `:
 //!   an unknown tool (with the list of available ones), a tool error
 //!   (`isError`), a JSON-RPC error, a timeout (`timed out after`; the call
