@@ -39,6 +39,7 @@ pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod history;
+pub mod hooks;
 pub mod hub;
 pub mod interrupt;
 pub mod llm;

@@ -6,6 +6,7 @@ use super::signals::watch_ctrl_c;
 use super::{EXIT_INTERRUPTED, EXIT_ITERATION_LIMIT};
 use crate::agent::{Agent, Outcome};
 use crate::config::Config;
+use crate::hooks::{self, Hooks};
 use crate::hub::Hub;
 use crate::llm::Client;
 use crate::prompt::system_prompt;
@@ -18,6 +19,12 @@ pub async fn run(config: Config, task: &str) -> anyhow::Result<ExitCode> {
     // Building the TLS client reads the system's certificates: keep it off
     // the path of the server start-up.
     let client = tokio::task::spawn_blocking(move || Client::new(settings));
+    // A bad matcher fails here, before any server starts.
+    let hooks = Hooks::new(
+        &config.rules.hooks,
+        &config.workspace,
+        hooks::mode_name(config.rules.mode),
+    )?;
     let hub = Hub::start(config.hub)
         .await?
         .offer_only(config.agent.policy);
@@ -27,7 +34,8 @@ pub async fn run(config: Config, task: &str) -> anyhow::Result<ExitCode> {
     for warning in hub.warnings() {
         ui.notice(warning);
     }
-    let mut agent = Agent::new(client, hub, &system_prompt(&config.workspace), config.agent);
+    let mut agent =
+        Agent::new(client, hub, &system_prompt(&config.workspace), config.agent).with_hooks(hooks);
     watch_ctrl_c(agent.interrupt());
 
     let result = agent.run(task, &mut ui).await;

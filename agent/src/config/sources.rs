@@ -10,6 +10,7 @@
 pub mod diag;
 pub mod edit;
 pub mod files;
+pub mod hooks_json;
 pub mod layered;
 pub mod mcp_json;
 pub mod raw;

@@ -12,6 +12,8 @@ pub const CONFIG_FILE: &str = "config.toml";
 pub const PROJECT_DIR: &str = ".nanohermes";
 /// The `mcpServers` file other hosts share.
 pub const MCP_JSON: &str = ".mcp.json";
+/// The hooks file Claude Code plugins, Codex and goose share.
+pub const HOOKS_JSON: &str = "hooks.json";
 
 /// `$NANOHERMES_HOME` when set and non-empty, else `HOME/.nanohermes`.
 pub fn nanohermes_home(env_value: Option<&OsStr>, home: Option<&Path>) -> Option<PathBuf> {
@@ -31,6 +33,11 @@ pub fn project_config(workspace: &Path) -> PathBuf {
     workspace.join(PROJECT_DIR).join(CONFIG_FILE)
 }
 
+/// `WORKSPACE/.nanohermes/hooks.json`.
+pub fn hooks_json(workspace: &Path) -> PathBuf {
+    workspace.join(PROJECT_DIR).join(HOOKS_JSON)
+}
+
 /// `WORKSPACE/.mcp.json`.
 pub fn mcp_json(workspace: &Path) -> PathBuf {
     workspace.join(MCP_JSON)
@@ -45,10 +52,14 @@ pub fn project_files(workspace: &Path, user_config: Option<&Path>) -> Vec<PathBu
             _ => false,
         })
     };
-    [project_config(workspace), mcp_json(workspace)]
-        .into_iter()
-        .filter(|p| p.is_file() && !same(p))
-        .collect()
+    [
+        project_config(workspace),
+        mcp_json(workspace),
+        hooks_json(workspace),
+    ]
+    .into_iter()
+    .filter(|p| p.is_file() && !same(p))
+    .collect()
 }
 
 /// Reads `path`; `None` when it does not exist. `shown` names it in errors.

@@ -1,6 +1,7 @@
 //! The layers, merged: built-in defaults, then `$NANOHERMES_HOME/config.toml`,
 //! then (for a trusted project only) `WORKSPACE/.mcp.json` and
-//! `WORKSPACE/.nanohermes/config.toml`, then the environment, then flags.
+//! `WORKSPACE/.nanohermes/config.toml` and `.nanohermes/hooks.json`, then
+//! the environment, then flags.
 //! Each later layer overrides; `deny` lists add up and hooks run in layer
 //! order. Everything comes in through [`ConfigSources`], so tests pass
 //! their own home, environment and flags.
@@ -310,6 +311,19 @@ pub fn load(sources: &ConfigSources) -> Result<Loaded, ConfigError> {
                     &file,
                 );
                 read.push(toml_path);
+            }
+        }
+        // After the project's config.toml: its hooks run after that file's.
+        let hooks_path = files::hooks_json(&sources.workspace);
+        if project.contains(&hooks_path) {
+            let file = sources.show(&hooks_path);
+            if let Some(text) = files::read_optional(&hooks_path, &file)? {
+                let parsed = super::hooks_json::parse(&file, &text)?;
+                warnings.extend(parsed.warnings);
+                for (event, groups) in parsed.hooks {
+                    settings.hooks.entry(event).or_default().extend(groups);
+                }
+                read.push(hooks_path);
             }
         }
     }
