@@ -6,8 +6,8 @@
 //! (done, interrupted, iteration limit), and one gate pipeline per call in
 //! [`Agent::execute`]: the tool is known, the policy allows it, the
 //! arguments are whole (not cut off by `max_tokens`) and a JSON object,
-//! no PreToolUse hook vetoes it, then dispatch. Every failure inside a
-//! call becomes an `ERROR: …` result for the model; only a failed model request ends a run early. After
+//! then dispatch. Every failure inside a call becomes an `ERROR: …` result
+//! for the model; only a failed model request ends a run early. After
 //! every exit the history is valid: each assistant `tool_calls` entry has a
 //! session-unique id, arguments that are one JSON object, and is answered
 //! by one `tool` message, in call order.
@@ -18,10 +18,10 @@ use futures::FutureExt;
 use serde_json::Value;
 
 use crate::history::{CallIds, assistant_message, system_message, tool_message, user_message};
-use crate::hooks::Hooks;
 use crate::interrupt::Interrupt;
 use crate::llm::{AssistantTurn, ChatEvent, Client, LlmError, ToolCall};
-use crate::policy::Policy;
+use crate::policy::approval::{Approvals, DENIED};
+use crate::policy::{Policy, Verdict};
 use crate::toolbox::ToolBox;
 use crate::ui::Ui;
 use crate::usage::UsageLedger;
@@ -33,7 +33,7 @@ const QUOTED_ARGUMENTS: usize = 2000;
 pub const DEFAULT_MAX_ITERATIONS: usize = 40;
 
 /// How a run is bounded and gated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentConfig {
     /// Model round trips per run (one request plus all its tool calls each).
     pub max_iterations: usize,
@@ -46,7 +46,7 @@ impl Default for AgentConfig {
     fn default() -> Self {
         AgentConfig {
             max_iterations: DEFAULT_MAX_ITERATIONS,
-            policy: Policy::AllowAll,
+            policy: Policy::allow_all(),
         }
     }
 }
@@ -84,7 +84,7 @@ pub struct Agent<T> {
     call_ids: CallIds,
     usage: UsageLedger,
     interrupt: Interrupt,
-    hooks: Hooks,
+    approvals: Approvals,
 }
 
 impl<T: ToolBox> Agent<T> {
@@ -98,7 +98,7 @@ impl<T: ToolBox> Agent<T> {
             call_ids: CallIds::default(),
             usage: UsageLedger::default(),
             interrupt: Interrupt::default(),
-            hooks: Hooks::default(),
+            approvals: Approvals::denying(),
         }
     }
 
@@ -109,9 +109,10 @@ impl<T: ToolBox> Agent<T> {
         self
     }
 
-    /// Runs `hooks` around prompts, tool calls and the end of each run.
-    pub fn with_hooks(mut self, hooks: Hooks) -> Self {
-        self.hooks = hooks;
+    /// Puts the calls the policy asks about to `approvals` (by default
+    /// nobody answers, so they are denied).
+    pub fn with_approvals(mut self, approvals: Approvals) -> Self {
+        self.approvals = approvals;
         self
     }
 
@@ -143,23 +144,7 @@ impl<T: ToolBox> Agent<T> {
     /// Runs one user task to one of the three exits. Fails only when a
     /// model request fails; the history is valid either way.
     pub async fn run(&mut self, task: &str, ui: &mut dyn Ui) -> Result<RunSummary, LlmError> {
-        // SessionStart and UserPromptSubmit hooks may add to the prompt, or
-        // block it (then the model is not asked).
-        let task = match self.hooks.before_prompt(task, ui).await {
-            Ok(task) => task,
-            Err(reason) => {
-                ui.notice(&format!(
-                    "the prompt was blocked by a UserPromptSubmit hook: {reason}"
-                ));
-                return Ok(RunSummary {
-                    outcome: Outcome::Done,
-                    final_text: String::new(),
-                    iterations: 0,
-                    used_tools: false,
-                });
-            }
-        };
-        self.messages.push(user_message(&task));
+        self.messages.push(user_message(task));
 
         let mut completed = false;
         let mut interrupted = false;
@@ -219,7 +204,6 @@ impl<T: ToolBox> Agent<T> {
             ));
             Outcome::IterationLimit
         };
-        self.hooks.after_run(ui).await;
         Ok(RunSummary {
             outcome,
             final_text,
@@ -255,16 +239,23 @@ impl<T: ToolBox> Agent<T> {
     }
 
     /// The gates, in order: the tool is declared (listing is advertising,
-    /// this is the gate), the policy allows it, the arguments are whole
+    /// this is the gate), the policy allows it (or the user approves it,
+    /// when the policy asks), the arguments are whole
     /// (`cut_off` says the token budget ended the turn inside this call)
-    /// and one JSON object, no PreToolUse hook vetoes it; then dispatch.
-    /// Each refusal is an `ERROR: …` for the model.
+    /// and one JSON object; then dispatch. Each refusal is an `ERROR: …`
+    /// for the model.
     pub async fn execute(&self, call: &ToolCall, cut_off: bool) -> String {
         let Some(facts) = self.tools.facts(&call.name) else {
             return self.tools.unknown_tool(&call.name);
         };
-        if let Err(reason) = self.config.policy.check(&call.name, &facts) {
-            return format!("ERROR: {reason}");
+        match self.config.policy.check(&call.name, &facts) {
+            Verdict::Run => {}
+            Verdict::Refuse(reason) => return format!("ERROR: {reason}"),
+            Verdict::Ask => {
+                if !self.approvals.approve(&call.name, &call.arguments).await {
+                    return DENIED.to_owned();
+                }
+            }
         }
         if cut_off {
             return format!(
@@ -278,12 +269,7 @@ impl<T: ToolBox> Agent<T> {
             Ok(arguments) => arguments,
             Err(reason) => return invalid_arguments(call, &reason),
         };
-        // PreToolUse may veto the call, PostToolUse annotate its result.
-        self.hooks
-            .around_tool(call, arguments, |arguments| {
-                self.tools.call(&call.name, arguments)
-            })
-            .await
+        self.tools.call(&call.name, arguments).await
     }
 }
 

@@ -164,14 +164,15 @@ impl Options {
     }
 }
 
-/// The permission settings: parsed, merged and carried, but not enforced
-/// yet (only `--read-only` is, through [`AgentConfig::policy`]). The
-/// permission issue reads them from here.
+/// The permission settings, merged over the layers; [`Rules::policy`] is
+/// what [`AgentConfig::policy`] enforces (`--read-only` sets `mode` to
+/// plan).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Rules {
     /// The permission mode.
     pub mode: Mode,
-    /// Shell commands without asking in the default mode.
+    /// The shell and destructive tools run without asking in the default
+    /// and debug modes.
     pub auto_approve: bool,
     /// When set, only these tool patterns may run.
     pub allow: Option<Vec<String>>,
@@ -179,6 +180,18 @@ pub struct Rules {
     pub deny: Vec<String>,
     /// Hooks by event, every layer's in order.
     pub hooks: BTreeMap<HookEvent, Vec<HookGroup>>,
+}
+
+impl Rules {
+    /// The permission gate these rules describe.
+    pub fn policy(&self) -> Policy {
+        Policy::new(
+            self.mode,
+            self.allow.clone(),
+            self.deny.clone(),
+            self.auto_approve,
+        )
+    }
 }
 
 /// Everything a run needs, checked.
@@ -256,18 +269,23 @@ impl Config {
             max_iterations: settings
                 .max_iterations
                 .map_or(DEFAULT_MAX_ITERATIONS, |n| n as usize),
-            policy: if options.read_only {
-                Policy::ReadOnly
-            } else {
-                Policy::AllowAll
-            },
+            policy: Policy::default(),
         };
         let rules = Rules {
-            mode: settings.mode.unwrap_or_default(),
+            // `--read-only` is plan mode, whatever the layers say.
+            mode: if options.read_only {
+                Mode::Plan
+            } else {
+                settings.mode.unwrap_or_default()
+            },
             auto_approve: settings.auto_approve.unwrap_or(false),
             allow: settings.allow.clone(),
             deny: settings.deny.clone(),
             hooks: settings.hooks.clone(),
+        };
+        let agent = AgentConfig {
+            policy: rules.policy(),
+            ..agent
         };
         let hub = hub_config(&workspace, options, settings.servers);
         Ok(Config {

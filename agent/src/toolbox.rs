@@ -13,10 +13,33 @@ use serde_json::{Map, Value};
 use crate::hub::Hub;
 
 /// What the gate needs to know about a declared tool.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolFacts {
-    /// The tool only reads (MCP `readOnlyHint`).
+    /// The tool only reads (MCP `readOnlyHint`, believed only from a
+    /// trusted server).
     pub read_only: bool,
+    /// The tool may destroy something (MCP `destructiveHint`, which
+    /// defaults to true for a tool that is not read-only; an untrusted
+    /// server's tools count as destructive).
+    pub destructive: bool,
+    /// The tool's server is one of the built-ins.
+    pub builtin: bool,
+    /// The server that offers it (empty for the hub's meta-tools).
+    pub server: String,
+    /// The tool's name on its server.
+    pub raw_name: String,
+}
+
+impl ToolFacts {
+    /// A tool of the built-in shell server (`run_command`, the task tools).
+    pub fn is_shell(&self) -> bool {
+        self.builtin && self.server == "shell"
+    }
+
+    /// A tool of the built-in files server (what AcceptEdits runs unasked).
+    pub fn is_file_edit(&self) -> bool {
+        self.builtin && self.server == "files"
+    }
 }
 
 /// A set of tools the agent can offer the model and run.

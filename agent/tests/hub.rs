@@ -783,7 +783,7 @@ async fn a_read_only_hub_declares_only_read_only_tools() {
     let dir = tempfile::tempdir().unwrap();
     let hub = start(dir.path(), &[Builtin::Files], vec![fixture("fx", &[])])
         .await
-        .offer_only(Policy::ReadOnly);
+        .offer_only(Policy::read_only());
     let declared: Vec<&str> = hub
         .declarations()
         .iter()

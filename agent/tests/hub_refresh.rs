@@ -175,7 +175,7 @@ async fn a_refresh_keeps_the_read_only_narrowing_of_offer_only() {
     let dir = tempfile::tempdir().unwrap();
     let mut hub = start(dir.path(), vec![fixture("fx", &[])])
         .await
-        .offer_only(Policy::ReadOnly);
+        .offer_only(Policy::read_only());
     let before = declared(&hub);
     assert!(before.contains(&"fx__echo".to_owned()), "{before:?}");
     assert!(!before.contains(&"fx__toggle_tool".to_owned()));
@@ -210,7 +210,7 @@ async fn the_meta_tools_are_declared_read_only_when_a_server_offers_resources_an
         vec![fixture("plain", &[]), fixture("fx", &["--resources"])],
     )
     .await
-    .offer_only(Policy::ReadOnly);
+    .offer_only(Policy::read_only());
     let meta: Vec<&Value> = hub
         .declarations()
         .iter()

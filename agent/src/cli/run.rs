@@ -6,9 +6,9 @@ use super::signals::watch_ctrl_c;
 use super::{EXIT_INTERRUPTED, EXIT_ITERATION_LIMIT};
 use crate::agent::{Agent, Outcome};
 use crate::config::Config;
-use crate::hooks::{self, Hooks};
 use crate::hub::Hub;
 use crate::llm::Client;
+use crate::policy::approval::Approvals;
 use crate::prompt::system_prompt;
 use crate::ui::{TerminalUi, Ui};
 
@@ -19,23 +19,19 @@ pub async fn run(config: Config, task: &str) -> anyhow::Result<ExitCode> {
     // Building the TLS client reads the system's certificates: keep it off
     // the path of the server start-up.
     let client = tokio::task::spawn_blocking(move || Client::new(settings));
-    // A bad matcher fails here, before any server starts.
-    let hooks = Hooks::new(
-        &config.rules.hooks,
-        &config.workspace,
-        hooks::mode_name(config.rules.mode),
-    )?;
     let hub = Hub::start(config.hub)
         .await?
-        .offer_only(config.agent.policy);
+        .offer_only(config.agent.policy.clone());
     let client = client.await??;
 
     let mut ui = TerminalUi::default();
     for warning in hub.warnings() {
         ui.notice(warning);
     }
-    let mut agent =
-        Agent::new(client, hub, &system_prompt(&config.workspace), config.agent).with_hooks(hooks);
+    // On a terminal the user answers the calls the policy asks about;
+    // without one they are denied.
+    let mut agent = Agent::new(client, hub, &system_prompt(&config.workspace), config.agent)
+        .with_approvals(Approvals::terminal());
     watch_ctrl_c(agent.interrupt());
 
     let result = agent.run(task, &mut ui).await;

@@ -9,7 +9,8 @@ use crate::hub::Hub;
 use crate::ui::{TerminalUi, Ui};
 
 /// `nanohermes tools`: the merged tool list, one tool per line: the tools
-/// the model would be offered under the current policy (`--read-only`).
+/// the model would be offered under the current policy (mode, `allow`,
+/// `deny`; `--read-only` is plan mode).
 pub async fn tools(config: Config) -> anyhow::Result<ExitCode> {
     let policy = config.agent.policy;
     let hub = Hub::start(config.hub).await?;
@@ -20,7 +21,7 @@ pub async fn tools(config: Config) -> anyhow::Result<ExitCode> {
     let rows: Vec<Vec<String>> = hub
         .tools()
         .iter()
-        .filter(|t| policy.allows(&t.facts()))
+        .filter(|t| policy.allows(&t.name, &t.facts()))
         .map(|t| {
             vec![
                 t.name.clone(),

@@ -221,6 +221,12 @@ pub struct ToolInfo {
     /// `readOnlyHint: true` and the server is trusted (a built-in, or an
     /// external server whose origin [`trusted_annotations`] vouches for).
     pub read_only: bool,
+    /// Whether the tool counts as destructive: not read-only, and not
+    /// annotated `destructiveHint: false` by a trusted server (the MCP
+    /// default for a tool that is not read-only is destructive).
+    pub destructive: bool,
+    /// Its server is a built-in (its tools keep their plain names).
+    pub builtin: bool,
     /// The server's annotations, as given.
     pub annotations: Option<ToolAnnotations>,
 }
@@ -230,6 +236,10 @@ impl ToolInfo {
     pub fn facts(&self) -> ToolFacts {
         ToolFacts {
             read_only: self.read_only,
+            destructive: self.destructive,
+            builtin: self.builtin,
+            server: self.server.clone(),
+            raw_name: self.raw_name.clone(),
         }
     }
 }
@@ -581,19 +591,18 @@ impl Hub {
         }));
         self.by_name
             .insert(name.clone(), (self.tools.len(), server_idx));
+        // An annotation is the server's claim; only a server the user
+        // vouches for is believed.
+        let believed = tool.annotations.as_ref().filter(|_| trusted);
+        let read_only = believed.and_then(|a| a.read_only_hint).unwrap_or(false);
         self.tools.push(ToolInfo {
             name,
             server: server.to_string(),
             raw_name,
             description,
-            // An annotation is the server's claim; only a server the user
-            // vouches for is believed.
-            read_only: trusted
-                && tool
-                    .annotations
-                    .as_ref()
-                    .and_then(|a| a.read_only_hint)
-                    .unwrap_or(false),
+            read_only,
+            destructive: !read_only && believed.and_then(|a| a.destructive_hint).unwrap_or(true),
+            builtin: prefix.is_none(),
             annotations: tool.annotations.clone(),
         });
     }

@@ -238,7 +238,7 @@ impl Hub {
         self.catalog.meta = Offered::of(&self.servers);
         self.declarations
             .extend(resources::declarations(&self.catalog.meta, &self.servers));
-        if let Some(policy) = self.catalog.offered {
+        if let Some(policy) = &self.catalog.offered {
             let (by_name, tools, meta) = (&self.by_name, &self.tools, &self.catalog.meta);
             self.declarations.retain(|declaration| {
                 let name = declaration_name(declaration);
@@ -246,7 +246,7 @@ impl Hub {
                     Some((tool, _)) => Some(tools[*tool].facts()),
                     None => meta.declares(name).then_some(resources::FACTS),
                 };
-                facts.is_some_and(|facts: ToolFacts| policy.allows(&facts))
+                facts.is_some_and(|facts: ToolFacts| policy.allows(name, &facts))
             });
         }
 

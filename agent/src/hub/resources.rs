@@ -45,7 +45,13 @@ pub const GET_PROMPT: &str = "mcp_get_prompt";
 pub const NAMES: [&str; 4] = [LIST_RESOURCES, READ_RESOURCE, LIST_PROMPTS, GET_PROMPT];
 
 /// What the policy knows about every meta-tool: it only reads.
-pub const FACTS: ToolFacts = ToolFacts { read_only: true };
+pub const FACTS: ToolFacts = ToolFacts {
+    read_only: true,
+    destructive: false,
+    builtin: false,
+    server: String::new(),
+    raw_name: String::new(),
+};
 
 /// Which servers (indices in the hub's order) offer resources and prompts.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

@@ -230,7 +230,7 @@ async fn read_only_policy_refuses_a_writing_tool_at_execution() {
     ])
     .await;
     let config = AgentConfig {
-        policy: Policy::ReadOnly,
+        policy: Policy::read_only(),
         ..AgentConfig::default()
     };
     let mut agent = agent_with(settings(&mock), hub(dir.path(), vec![]).await, config);

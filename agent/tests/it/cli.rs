@@ -55,6 +55,9 @@ fn on_mock<'a>(mock: &'a MockModel, url: &'a str) -> Vec<(&'a str, &'a str)> {
         ("OPENAI_BASE_URL", url),
         ("OPENAI_API_KEY", "test-key"),
         ("NANOHERMES_MODEL", "main-model"),
+        // Unattended: these runs have no terminal to approve writes and
+        // commands on (tests/it/permissions.rs covers the other modes).
+        ("NANOHERMES_MODE", "goal"),
     ]
 }
 

@@ -15,9 +15,6 @@ mod cli;
 mod config;
 /// The history checker of the test support: it must catch what it claims to.
 mod history_checker;
-/// Hooks on real `sh` processes: PreToolUse vetoes (exit code, JSON, timeout), PostToolUse notes,
-/// matchers, prompt, session and stop events.
-mod hooks;
 /// The config wiring and `nanohermes mcp` through the real binary: trust, --mcp quoting,
 /// add/list/get/call/remove, no process left.
 mod mcp_cli;
@@ -26,6 +23,9 @@ mod model_client;
 /// Model output that must never poison the history: bad or cut-off
 /// arguments, streams cut short, missing and repeated call ids.
 mod model_output;
+/// The permission gate: modes over annotated external servers, allow/deny in other agents'
+/// spellings, approval on a pseudo-terminal and the denial without one.
+mod permissions;
 /// A server whose tool list changes mid-run: declared at the next step, removed tools answered.
 mod refresh;
 /// The stream as servers send it: line ends, cut streams, error frames,

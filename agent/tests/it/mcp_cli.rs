@@ -306,7 +306,8 @@ async fn api_key_env_names_the_variable_and_no_child_gets_it() {
     .await;
     let url = mock.base_url();
     w.write_user(&format!(
-        "api_key_env = \"MY_MODEL_AUTH\"\nbase_url = \"{url}\"\n"
+        // auto_approve: without a terminal the shell would be denied.
+        "api_key_env = \"MY_MODEL_AUTH\"\nbase_url = \"{url}\"\nauto_approve = true\n"
     ));
 
     let run = w.run(&["run", "go"], &[("MY_MODEL_AUTH", "sk-mine")]).await;
