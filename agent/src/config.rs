@@ -209,6 +209,10 @@ pub struct Config {
     pub agent: AgentConfig,
     /// Permission settings, carried for the permission issue.
     pub rules: Rules,
+    /// Where AGENTS.md, NANOHERMES.md and skills are looked for besides
+    /// the workspace; `home` is filled in by the CLI from the config
+    /// sources.
+    pub guidance: crate::prompt::GuidanceSources,
 }
 
 impl Config {
@@ -287,6 +291,10 @@ impl Config {
             policy: rules.policy(),
             ..agent
         };
+        let mut guidance = crate::prompt::GuidanceSources::default();
+        if let Some(names) = settings.project_doc_fallback_filenames.clone() {
+            guidance.fallback_filenames = names;
+        }
         let hub = hub_config(&workspace, options, settings.servers);
         Ok(Config {
             workspace,
@@ -295,6 +303,7 @@ impl Config {
             hub,
             agent,
             rules,
+            guidance,
         })
     }
 }

@@ -17,7 +17,7 @@
 //! | [`toolbox`] | the three-method contract between the loop and the tools |
 //! | [`history`] | the message shapes the history is made of |
 //! | [`policy`] | the permission gate |
-//! | [`prompt`] | the system prompt |
+//! | [`prompt`] | the system prompt: AGENTS.md layering, NANOHERMES.md, skills |
 //! | [`usage`] | the token ledger |
 //! | [`interrupt`] | the step-boundary interrupt flag |
 //! | [`ui`] | where text, tool lines and notices go |

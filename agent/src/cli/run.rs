@@ -9,7 +9,7 @@ use crate::config::Config;
 use crate::hub::Hub;
 use crate::llm::Client;
 use crate::policy::approval::Approvals;
-use crate::prompt::system_prompt;
+use crate::prompt;
 use crate::ui::{TerminalUi, Ui};
 
 /// `nanohermes run`: starts the servers and builds the HTTP client at the
@@ -19,19 +19,25 @@ pub async fn run(config: Config, task: &str) -> anyhow::Result<ExitCode> {
     // Building the TLS client reads the system's certificates: keep it off
     // the path of the server start-up.
     let client = tokio::task::spawn_blocking(move || Client::new(settings));
+    // Guidance is read before the servers start: the skills it finds
+    // become the `skill` meta-tool, which the policy then narrows like
+    // any other tool.
+    let guidance = prompt::load(&config.workspace, &config.guidance);
     let hub = Hub::start(config.hub)
         .await?
+        .with_skills(guidance.skills.clone())
         .offer_only(config.agent.policy.clone());
     let client = client.await??;
 
     let mut ui = TerminalUi::default();
-    for warning in hub.warnings() {
+    for warning in hub.warnings().iter().chain(&guidance.warnings) {
         ui.notice(warning);
     }
     // On a terminal the user answers the calls the policy asks about;
     // without one they are denied.
-    let mut agent = Agent::new(client, hub, &system_prompt(&config.workspace), config.agent)
-        .with_approvals(Approvals::terminal());
+    let system_prompt = prompt::system_prompt(&config.workspace, &guidance);
+    let mut agent =
+        Agent::new(client, hub, &system_prompt, config.agent).with_approvals(Approvals::terminal());
     watch_ctrl_c(agent.interrupt());
 
     let result = agent.run(task, &mut ui).await;

@@ -32,13 +32,14 @@ pub fn load(options: &Options, needs_model: bool) -> anyhow::Result<Setup> {
         ui.notice(warning);
     }
     let env = |name: &str| sources.env.get(name).cloned();
-    let config = Config::from_settings(
+    let mut config = Config::from_settings(
         loaded.settings.clone(),
         workspace,
         options,
         &env,
         needs_model,
     )?;
+    config.guidance.home = sources.nanohermes_home.clone();
     // Before anything is spawned: no child may receive the model's key,
     // whatever it is called and whatever policy a child is started with.
     mcp_tools::spawn::withhold(DEFAULT_API_KEY_ENV);

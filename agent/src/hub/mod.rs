@@ -45,7 +45,8 @@
 //!   answers `ERROR: tool X is no longer offered by server S`.
 //! - **Resources and prompts** reach the model through four read-only
 //!   meta-tools ([`resources`]), declared only while a running server
-//!   advertises the capability.
+//!   advertises the capability; skills through the read-only `skill`
+//!   meta-tool ([`skills`]), declared only when there are skills.
 //! - **Calls never fail.** Every problem is a string starting with `ERROR: `:
 //!   an unknown tool (with the list of available ones), a tool error
 //!   (`isError`), a JSON-RPC error, a timeout (`timed out after`; the call
@@ -105,6 +106,7 @@ pub mod resources;
 pub mod result;
 pub mod schema;
 mod server;
+pub mod skills;
 mod status;
 
 use std::collections::HashMap;
@@ -263,6 +265,8 @@ pub struct Hub {
     /// Listings, meta-tools and removed tools, for rebuilding the table
     /// when a server's tools change (refresh.rs).
     catalog: refresh::Catalog,
+    /// The skills the `skill` meta-tool offers ([`skills`]).
+    skills: Vec<crate::prompt::Skill>,
 }
 
 impl Hub {
@@ -346,6 +350,7 @@ impl Hub {
             max_output: config.max_output,
             statuses: Vec::new(),
             catalog: refresh::Catalog::default(),
+            skills: Vec::new(),
         };
         for (spec, outcome) in started {
             let mut status = ServerStatus {
@@ -532,6 +537,9 @@ impl Hub {
     /// Calls the tool the model calls `name`. Never panics, never fails:
     /// every problem is an `ERROR: ...` string (see the module docs).
     pub async fn call(&self, name: &str, arguments: Map<String, Value>) -> String {
+        if let Some(answer) = self.call_skill(name, &arguments) {
+            return answer;
+        }
         if let Some(answer) = self.call_meta(name, &arguments).await {
             return answer;
         }

@@ -43,6 +43,7 @@ use tokio::task::JoinHandle;
 use super::Hub;
 use super::names::NameTable;
 use super::resources::{self, Offered};
+use super::skills;
 use crate::policy::Policy;
 use crate::toolbox::ToolFacts;
 
@@ -213,7 +214,7 @@ impl Hub {
 
         let mut table = NameTable::default();
         // Claimed first, so no server tool can take a meta-tool's name.
-        for name in resources::NAMES {
+        for name in resources::NAMES.into_iter().chain([skills::SKILL]) {
             table.claim(name);
         }
         let listings = std::mem::take(&mut self.catalog.listings);
@@ -238,12 +239,15 @@ impl Hub {
         self.catalog.meta = Offered::of(&self.servers);
         self.declarations
             .extend(resources::declarations(&self.catalog.meta, &self.servers));
+        self.declarations.extend(skills::declaration(&self.skills));
         if let Some(policy) = &self.catalog.offered {
             let (by_name, tools, meta) = (&self.by_name, &self.tools, &self.catalog.meta);
+            let skill_list = &self.skills;
             self.declarations.retain(|declaration| {
                 let name = declaration_name(declaration);
                 let facts = match by_name.get(name) {
                     Some((tool, _)) => Some(tools[*tool].facts()),
+                    None if skills::declares(skill_list, name) => Some(skills::FACTS),
                     None => meta.declares(name).then_some(resources::FACTS),
                 };
                 facts.is_some_and(|facts: ToolFacts| policy.allows(name, &facts))
@@ -370,6 +374,7 @@ impl Hub {
     pub fn facts(&self, name: &str) -> Option<ToolFacts> {
         match self.tool(name) {
             Some(tool) => Some(tool.facts()),
+            None if skills::declares(&self.skills, name) => Some(skills::FACTS),
             None => self.catalog.meta.declares(name).then_some(resources::FACTS),
         }
     }

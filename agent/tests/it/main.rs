@@ -13,6 +13,8 @@ mod agent_loop;
 mod cli;
 /// The config layer on real files: layering, trust, pasted Codex/Claude configs, error texts, --mcp.
 mod config;
+/// Project guidance: AGENTS.md layering, symlinks, CLAUDE.md fallback, the cap, skills and the skill tool.
+mod guidance;
 /// The history checker of the test support: it must catch what it claims to.
 mod history_checker;
 /// The config wiring and `nanohermes mcp` through the real binary: trust, --mcp quoting,

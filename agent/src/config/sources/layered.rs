@@ -139,6 +139,9 @@ pub struct Settings {
     pub deny: Vec<String>,
     /// Hooks by event, every layer's in order.
     pub hooks: BTreeMap<HookEvent, Vec<HookGroup>>,
+    /// Guidance names read where a directory has no AGENTS.md (the last
+    /// layer that sets it).
+    pub project_doc_fallback_filenames: Option<Vec<String>>,
     /// Every server, enabled or not: built-ins first, then in the order
     /// they first appear.
     pub servers: Vec<ServerSpec>,
@@ -406,7 +409,8 @@ fn apply_file(
         retry_base_ms,
         mode,
         auto_approve,
-        allow
+        allow,
+        project_doc_fallback_filenames
     );
     add_unique(&mut settings.deny, raw.deny.unwrap_or_default());
     for (event, groups) in raw.hooks.unwrap_or_default() {

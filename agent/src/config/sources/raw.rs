@@ -50,6 +50,9 @@ pub struct RawConfig {
     pub deny: Option<Vec<String>>,
     /// Lifecycle hooks, in the shape Claude Code and Codex use.
     pub hooks: Option<BTreeMap<HookEvent, Vec<HookGroup>>>,
+    /// Guidance files read in a directory that has no AGENTS.md, first
+    /// found wins [default: ["CLAUDE.md"]]; `[]` reads AGENTS.md only.
+    pub project_doc_fallback_filenames: Option<Vec<String>>,
     /// The MCP servers, by name; a name's tools are `NAME__TOOL`.
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, RawServer>,
@@ -387,6 +390,21 @@ fn check_values(doc: &Located<'_>, raw: &RawConfig) -> Result<(), ConfigError> {
             format!("base_url = {url:?} is not allowed; use an http:// or https:// URL such as http://localhost:11434/v1"),
         ));
     }
+    // A fallback name is looked up in every directory: a path would
+    // reach outside it.
+    if let Some(bad) = raw
+        .project_doc_fallback_filenames
+        .iter()
+        .flatten()
+        .find(|n| n.is_empty() || *n == "." || *n == ".." || n.contains(['/', '\\']))
+    {
+        return Err(doc.error_at(
+            &["project_doc_fallback_filenames"],
+            format!(
+                "project_doc_fallback_filenames has {bad:?}; give plain file names such as \"CLAUDE.md\""
+            ),
+        ));
+    }
     for (event, groups) in raw.hooks.iter().flatten() {
         for group in groups {
             if group.hooks.iter().any(|h| h.command.trim().is_empty()) {
@@ -426,7 +444,7 @@ mod tests {
             "~/.nanohermes/config.toml:7: unknown key \"modle\"; allowed keys: model, base_url, \
              api_key_env, fallback_model, temperature, max_tokens, stream, thinking, \
              max_iterations, max_retries, retry_base_ms, mode, auto_approve, allow, deny, hooks, \
-             mcp_servers, projects"
+             project_doc_fallback_filenames, mcp_servers, projects"
         );
     }
 
@@ -538,6 +556,17 @@ hooks = [{ type = "command", command = "./guard.sh", timeout = 30 }]
             e.contains(":1: projects.\"rel/w\" is not an absolute path"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_fallback_guidance_name_must_be_a_plain_file_name() {
+        let e = err("project_doc_fallback_filenames = [\"CLAUDE.md\", \"../x.md\"]\n");
+        assert!(
+            e.contains(":1: project_doc_fallback_filenames has \"../x.md\"; give plain file names"),
+            "{e}"
+        );
+        let ok = parse("f", "project_doc_fallback_filenames = []\n", FileKind::User).unwrap();
+        assert_eq!(ok.project_doc_fallback_filenames, Some(vec![]));
     }
 
     #[test]

@@ -1,13 +1,32 @@
-//! The system prompt: identity, operating rules, workspace root.
+//! The system prompt: identity, operating rules, workspace root, then the
+//! user's and the project's guidance and the list of skills.
 //!
-//! It is resent with every request, so it stays short (seed article): no
-//! persona, no planning ritual. Project conventions belong in the project's
-//! own files (AGENTS.md, a later addition), not here.
+//! It is resent with every request, so the fixed part stays short (seed
+//! article): no persona, no planning ritual. Project conventions come from
+//! the project's own files ([`guidance`]): AGENTS.md layered from the user's
+//! home and every directory down to the workspace (or a fallback name such
+//! as CLAUDE.md), NANOHERMES.md, and skills ([`skills`]), which are only
+//! listed here (name and description) and loaded in full by the `skill`
+//! tool ([`crate::hub::skills`]).
+
+pub mod guidance;
+pub mod skills;
 
 use std::path::Path;
 
-/// The system prompt for an agent working in `workspace`.
-pub fn system_prompt(workspace: &Path) -> String {
+pub use guidance::{Guidance, GuidanceSources, load};
+pub use skills::Skill;
+
+/// The system prompt for an agent working in `workspace`, with `guidance`
+/// (from [`load`]; [`Guidance::default`] for none) after the fixed part.
+pub fn system_prompt(workspace: &Path, guidance: &Guidance) -> String {
+    let mut prompt = base_prompt(workspace);
+    guidance.render_into(&mut prompt);
+    prompt
+}
+
+/// The fixed part: identity, operating rules, workspace root.
+fn base_prompt(workspace: &Path) -> String {
     format!(
         "You are NanoHermes, a lightweight terminal coding agent working inside the user's workspace.
 
@@ -37,9 +56,10 @@ mod tests {
 
     #[test]
     fn prompt_names_the_workspace_and_stays_short() {
-        let prompt = system_prompt(Path::new("/tmp/project"));
+        let prompt = system_prompt(Path::new("/tmp/project"), &Guidance::default());
         assert!(prompt.starts_with("You are NanoHermes"));
         assert!(prompt.contains("Workspace root: /tmp/project\n"));
         assert!(prompt.len() < 2_000, "{} bytes", prompt.len());
+        assert!(!prompt.contains("# Project guidance"), "{prompt}");
     }
 }
