@@ -6,8 +6,8 @@
 //! (done, interrupted, iteration limit), and one gate pipeline per call in
 //! [`Agent::execute`]: the tool is known, the policy allows it, the
 //! arguments are whole (not cut off by `max_tokens`) and a JSON object,
-//! then dispatch. Every failure inside a call becomes an `ERROR: …` result
-//! for the model; only a failed model request ends a run early. After
+//! no PreToolUse hook vetoes it, then dispatch. Every failure inside a
+//! call becomes an `ERROR: …` result for the model; only a failed model request ends a run early. After
 //! every exit the history is valid: each assistant `tool_calls` entry has a
 //! session-unique id, arguments that are one JSON object, and is answered
 //! by one `tool` message, in call order.
@@ -18,6 +18,7 @@ use futures::FutureExt;
 use serde_json::Value;
 
 use crate::history::{CallIds, assistant_message, system_message, tool_message, user_message};
+use crate::hooks::Hooks;
 use crate::interrupt::Interrupt;
 use crate::llm::{AssistantTurn, ChatEvent, Client, LlmError, ToolCall};
 use crate::policy::approval::{Approvals, DENIED};
@@ -84,6 +85,7 @@ pub struct Agent<T> {
     call_ids: CallIds,
     usage: UsageLedger,
     interrupt: Interrupt,
+    hooks: Hooks,
     approvals: Approvals,
 }
 
@@ -98,6 +100,7 @@ impl<T: ToolBox> Agent<T> {
             call_ids: CallIds::default(),
             usage: UsageLedger::default(),
             interrupt: Interrupt::default(),
+            hooks: Hooks::default(),
             approvals: Approvals::denying(),
         }
     }
@@ -113,6 +116,12 @@ impl<T: ToolBox> Agent<T> {
     /// nobody answers, so they are denied).
     pub fn with_approvals(mut self, approvals: Approvals) -> Self {
         self.approvals = approvals;
+        self
+    }
+
+    /// Runs `hooks` around prompts, tool calls and the end of each run.
+    pub fn with_hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
         self
     }
 
@@ -144,7 +153,23 @@ impl<T: ToolBox> Agent<T> {
     /// Runs one user task to one of the three exits. Fails only when a
     /// model request fails; the history is valid either way.
     pub async fn run(&mut self, task: &str, ui: &mut dyn Ui) -> Result<RunSummary, LlmError> {
-        self.messages.push(user_message(task));
+        // SessionStart and UserPromptSubmit hooks may add to the prompt, or
+        // block it (then the model is not asked).
+        let task = match self.hooks.before_prompt(task, ui).await {
+            Ok(task) => task,
+            Err(reason) => {
+                ui.notice(&format!(
+                    "the prompt was blocked by a UserPromptSubmit hook: {reason}"
+                ));
+                return Ok(RunSummary {
+                    outcome: Outcome::Done,
+                    final_text: String::new(),
+                    iterations: 0,
+                    used_tools: false,
+                });
+            }
+        };
+        self.messages.push(user_message(&task));
 
         let mut completed = false;
         let mut interrupted = false;
@@ -204,6 +229,7 @@ impl<T: ToolBox> Agent<T> {
             ));
             Outcome::IterationLimit
         };
+        self.hooks.after_run(ui).await;
         Ok(RunSummary {
             outcome,
             final_text,
@@ -242,8 +268,8 @@ impl<T: ToolBox> Agent<T> {
     /// this is the gate), the policy allows it (or the user approves it,
     /// when the policy asks), the arguments are whole
     /// (`cut_off` says the token budget ended the turn inside this call)
-    /// and one JSON object; then dispatch. Each refusal is an `ERROR: …`
-    /// for the model.
+    /// and one JSON object, no PreToolUse hook vetoes it; then dispatch.
+    /// Each refusal is an `ERROR: …` for the model.
     pub async fn execute(&self, call: &ToolCall, cut_off: bool) -> String {
         let Some(facts) = self.tools.facts(&call.name) else {
             return self.tools.unknown_tool(&call.name);
@@ -269,7 +295,12 @@ impl<T: ToolBox> Agent<T> {
             Ok(arguments) => arguments,
             Err(reason) => return invalid_arguments(call, &reason),
         };
-        self.tools.call(&call.name, arguments).await
+        // PreToolUse may veto the call, PostToolUse annotate its result.
+        self.hooks
+            .around_tool(call, arguments, |arguments| {
+                self.tools.call(&call.name, arguments)
+            })
+            .await
     }
 }
 

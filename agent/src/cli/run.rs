@@ -6,6 +6,7 @@ use super::signals::watch_ctrl_c;
 use super::{EXIT_INTERRUPTED, EXIT_ITERATION_LIMIT};
 use crate::agent::{Agent, Outcome};
 use crate::config::Config;
+use crate::hooks::{self, Hooks};
 use crate::hub::Hub;
 use crate::llm::Client;
 use crate::policy::approval::Approvals;
@@ -23,6 +24,12 @@ pub async fn run(config: Config, task: &str) -> anyhow::Result<ExitCode> {
     // become the `skill` meta-tool, which the policy then narrows like
     // any other tool.
     let guidance = prompt::load(&config.workspace, &config.guidance);
+    // A bad matcher fails here, before any server starts.
+    let hooks = Hooks::new(
+        &config.rules.hooks,
+        &config.workspace,
+        hooks::mode_name(config.rules.mode),
+    )?;
     let hub = Hub::start(config.hub)
         .await?
         .with_skills(guidance.skills.clone())
@@ -33,11 +40,12 @@ pub async fn run(config: Config, task: &str) -> anyhow::Result<ExitCode> {
     for warning in hub.warnings().iter().chain(&guidance.warnings) {
         ui.notice(warning);
     }
+    let system_prompt = prompt::system_prompt(&config.workspace, &guidance);
     // On a terminal the user answers the calls the policy asks about;
     // without one they are denied.
-    let system_prompt = prompt::system_prompt(&config.workspace, &guidance);
-    let mut agent =
-        Agent::new(client, hub, &system_prompt, config.agent).with_approvals(Approvals::terminal());
+    let mut agent = Agent::new(client, hub, &system_prompt, config.agent)
+        .with_approvals(Approvals::terminal())
+        .with_hooks(hooks);
     watch_ctrl_c(agent.interrupt());
 
     let result = agent.run(task, &mut ui).await;

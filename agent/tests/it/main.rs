@@ -17,6 +17,9 @@ mod config;
 mod guidance;
 /// The history checker of the test support: it must catch what it claims to.
 mod history_checker;
+/// Hooks on real `sh` processes: PreToolUse vetoes (exit code, JSON, timeout), PostToolUse notes,
+/// matchers, prompt, session and stop events.
+mod hooks;
 /// The config wiring and `nanohermes mcp` through the real binary: trust, --mcp quoting,
 /// add/list/get/call/remove, no process left.
 mod mcp_cli;
