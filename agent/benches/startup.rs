@@ -57,6 +57,8 @@ async fn one_run() -> Sample {
         .arg("write notes.txt and read it back")
         .env("OPENAI_BASE_URL", mock.base_url())
         .env("OPENAI_API_KEY", "bench")
+        // No terminal here: default mode would deny the write and the shell.
+        .env("NANOHERMES_MODE", "goal")
         // Keep the memory database out of the real ~/.nanohermes.
         .env(
             "NANOHERMES_HOME",
