@@ -297,7 +297,7 @@ impl<T: ToolBox> Agent<T> {
         };
         // PreToolUse may veto the call, PostToolUse annotate its result.
         self.hooks
-            .around_tool(call, arguments, |arguments| {
+            .around_tool(call, &facts, arguments, |arguments| {
                 self.tools.call(&call.name, arguments)
             })
             .await

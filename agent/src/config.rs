@@ -207,7 +207,7 @@ pub struct Config {
     pub hub: HubConfig,
     /// Loop bounds and policy.
     pub agent: AgentConfig,
-    /// Permission settings, carried for the permission issue.
+    /// Permission mode, allow/deny rules, auto-approval and hooks.
     pub rules: Rules,
     /// Where AGENTS.md, NANOHERMES.md and skills are looked for besides
     /// the workspace; `home` is filled in by the CLI from the config

@@ -46,6 +46,7 @@ use serde_json::{Map, Value, json};
 
 use crate::config::sources::{HookEvent, HookGroup, Mode};
 use crate::llm::ToolCall;
+use crate::toolbox::ToolFacts;
 use crate::ui::Ui;
 use verdict::Verdict;
 
@@ -129,6 +130,7 @@ impl Hooks {
     pub async fn around_tool<F, Fut>(
         &self,
         call: &ToolCall,
+        facts: &ToolFacts,
         arguments: Map<String, Value>,
         dispatch: F,
     ) -> String
@@ -136,7 +138,7 @@ impl Hooks {
         F: FnOnce(Map<String, Value>) -> Fut,
         Fut: Future<Output = String>,
     {
-        let names = tool_names(&call.name);
+        let names = tool_names(&call.name, facts);
         let pre = self.matching(HookEvent::PreToolUse, &names);
         let post = self.matching(HookEvent::PostToolUse, &names);
         if pre.is_empty() && post.is_empty() {
@@ -272,13 +274,21 @@ pub fn mode_name(mode: Mode) -> &'static str {
     }
 }
 
-/// The names a matcher is tried on: the merged name, and for a server's
-/// tool (`SERVER__TOOL`) the `mcp__SERVER__TOOL` spelling Claude Code and
-/// Codex rules use.
-fn tool_names(name: &str) -> Vec<String> {
+/// The names a matcher is tried on: the merged name, `SERVER__TOOL` (a
+/// built-in's tools are declared without the prefix) and the
+/// `mcp__SERVER__TOOL` spelling Claude Code and Codex rules use.
+fn tool_names(name: &str, facts: &ToolFacts) -> Vec<String> {
     let mut names = vec![name.to_owned()];
-    if name.contains("__") && !name.starts_with("mcp__") {
-        names.push(format!("mcp__{name}"));
+    let qualified = if !facts.server.is_empty() && !facts.raw_name.is_empty() {
+        format!("{}__{}", facts.server, facts.raw_name)
+    } else {
+        name.to_owned()
+    };
+    if qualified != name {
+        names.push(qualified.clone());
+    }
+    if qualified.contains("__") && !qualified.starts_with("mcp__") {
+        names.push(format!("mcp__{qualified}"));
     }
     names
 }
@@ -308,9 +318,20 @@ mod tests {
 
     #[test]
     fn server_tools_are_also_matched_as_mcp_server_tool() {
-        assert_eq!(tool_names("write_file"), ["write_file"]);
+        let facts = |server: &str, raw: &str| ToolFacts {
+            read_only: false,
+            destructive: true,
+            builtin: server == "files",
+            server: server.to_owned(),
+            raw_name: raw.to_owned(),
+        };
+        assert_eq!(tool_names("todo_x", &facts("", "")), ["todo_x"]);
         assert_eq!(
-            tool_names("gh__create_issue"),
+            tool_names("write_file", &facts("files", "write_file")),
+            ["write_file", "files__write_file", "mcp__files__write_file"]
+        );
+        assert_eq!(
+            tool_names("gh__create_issue", &facts("gh", "create_issue")),
             ["gh__create_issue", "mcp__gh__create_issue"]
         );
         let config: BTreeMap<HookEvent, Vec<HookGroup>> = serde_json::from_value(json!({
@@ -324,7 +345,10 @@ mod tests {
         let hooks = Hooks::new(&config, Path::new("/"), "default").unwrap();
         let names = |tool| {
             hooks
-                .matching(HookEvent::PreToolUse, &tool_names(tool))
+                .matching(
+                    HookEvent::PreToolUse,
+                    &tool_names(tool, &ToolFacts::default()),
+                )
                 .iter()
                 .map(|c| (c.command.as_str(), c.timeout_secs))
                 .collect::<Vec<_>>()

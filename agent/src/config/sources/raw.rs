@@ -42,7 +42,7 @@ pub struct RawConfig {
     pub retry_base_ms: Option<u64>,
     /// The permission mode.
     pub mode: Option<Mode>,
-    /// Run shell commands without asking in the default mode.
+    /// Run the shell and destructive tools without asking (default and debug modes).
     pub auto_approve: Option<bool>,
     /// When set, only these tools may run (`server__tool`, `mcp__server__tool`, `server__*`).
     pub allow: Option<Vec<String>>,
@@ -67,16 +67,16 @@ pub struct RawConfig {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
-    /// Everyday use; `auto_approve` decides whether shell commands ask.
+    /// Everyday use: the shell and destructive tools ask (`auto_approve` skips it).
     #[default]
     Default,
-    /// File edits without asking; shell commands always ask.
+    /// File edits run without asking; the shell and other destructive tools ask.
     AcceptEdits,
-    /// Read-only analysis: no writes, no commands.
+    /// Read-only analysis: only tools annotated read-only.
     Plan,
     /// Unattended: never asks, runs to the goal.
     Goal,
-    /// Commands allowed to reproduce a problem, but no writes.
+    /// Read-only tools plus the shell, which asks unless `auto_approve`.
     Debug,
 }
 
@@ -164,7 +164,7 @@ pub struct HookCommand {
     /// Always "command".
     #[serde(rename = "type")]
     pub kind: HookKind,
-    /// The shell command; it reads the event as JSON on stdin, exit code 2 blocks.
+    /// The shell command; it reads the event as JSON on stdin; for PreToolUse, any non-zero exit blocks.
     pub command: String,
     /// Seconds before the hook is killed.
     pub timeout: Option<u64>,
