@@ -83,6 +83,10 @@ pub struct Options {
     #[arg(long, global = true)]
     pub read_only: bool,
 
+    /// Permission mode: default, accept-edits, plan, goal or debug [env: NANOHERMES_MODE].
+    #[arg(long, global = true, value_name = "MODE")]
+    pub mode: Option<String>,
+
     /// Let web_fetch reach loopback, private and link-local addresses (your intranet, local services).
     #[arg(long, global = true)]
     pub allow_private_network: bool,
@@ -147,7 +151,18 @@ impl Options {
                 format!("{t} is not allowed; use a number from 0 to 2"),
             ));
         }
+        let mode = match non_empty(&self.mode) {
+            Some(name) => Some(Mode::from_name(&name).ok_or_else(|| {
+                ConfigError::at(
+                    "--mode",
+                    None,
+                    format!("{name:?} is not allowed; use one of {}", Mode::names()),
+                )
+            })?),
+            None => None,
+        };
         Ok(Overrides {
+            mode,
             model: non_empty(&self.model),
             base_url,
             fallback_model: non_empty(&self.fallback_model),
@@ -379,6 +394,21 @@ mod tests {
                 .to_string(),
             "--temperature: 3 is not allowed; use a number from 0 to 2"
         );
+        assert_eq!(
+            options(&["--mode", "yolo"])
+                .overrides()
+                .unwrap_err()
+                .to_string(),
+            "--mode: \"yolo\" is not allowed; use one of default, accept-edits, plan, goal, debug"
+        );
+    }
+
+    #[test]
+    fn the_mode_flag_takes_the_config_spellings_and_claude_codes() {
+        let mode = |args: &[&str]| options(args).overrides().unwrap().mode;
+        assert_eq!(mode(&[]), None);
+        assert_eq!(mode(&["--mode", "goal"]), Some(Mode::Goal));
+        assert_eq!(mode(&["--mode", "acceptEdits"]), Some(Mode::AcceptEdits));
     }
 
     #[test]
