@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
@@ -135,18 +136,51 @@ pub(super) enum Scope {
     Everything,
 }
 
+/// How long a kill waits for a leader it just killed to finish exiting.
+const LEADER_EXIT_WAIT: Duration = Duration::from_secs(1);
+/// Empty looks in a row, a few ms apart, before a sweep that had something
+/// in flux believes nothing is left.
+const SETTLE_LOOKS: u32 = 2;
+
 /// Stops every process found (a stopped process cannot fork), looks again
 /// until nothing new turns up, then kills them all.
+///
+/// Why the waits: a process killed a moment ago re-parents its children
+/// only as it exits. Between our read of the leader's children and of our
+/// own, an orphan can move from one list to the other and be seen in
+/// neither. So a sweep first waits for a leader that was still running to
+/// finish exiting, and when anything was in flux (a live leader, or
+/// processes stopped by this sweep) it looks again a few ms later before
+/// it stops looking. A command that already ended leaves nothing in flux,
+/// so the common path pays nothing.
 pub(super) fn sweep(marked: &dyn Fn(&[u8]) -> bool, leader: Option<i32>, scope: Scope) {
+    // Still leading its own group: ours (the group was sent SIGKILL just
+    // before), not a process that reused the pid of a reaped leader.
+    let leader_was_running = leader
+        .is_some_and(|pid| procfs::stat(pid).is_some_and(|s| !s.is_zombie() && s.pgid == pid));
+    if let Some(pid) = leader.filter(|_| leader_was_running) {
+        let deadline = Instant::now() + LEADER_EXIT_WAIT;
+        while procfs::is_alive(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
     let mut stopped = BTreeSet::new();
+    let mut empty_looks = 0;
     for _ in 0..64 {
         let new: Vec<i32> = find(marked, leader, scope)
             .into_iter()
             .filter(|p| !stopped.contains(p))
             .collect();
         if new.is_empty() {
+            let in_flux = leader_was_running || !stopped.is_empty();
+            if in_flux && empty_looks < SETTLE_LOOKS {
+                empty_looks += 1;
+                std::thread::sleep(Duration::from_millis(3));
+                continue;
+            }
             break;
         }
+        empty_looks = 0;
         for pid in new {
             let _ = kill(Pid::from_raw(pid), Signal::SIGSTOP);
             stopped.insert(pid);
