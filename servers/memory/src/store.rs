@@ -149,9 +149,11 @@ impl MemoryStore {
         }
         let mut conn = Connection::open(path)?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
-        // Switching to WAL takes a lock once per file; the busy timeout above
-        // makes a second process opening at the same moment wait for it.
-        let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        // Switching to WAL takes a lock once per file. A second process
+        // opening at the same moment can get SQLITE_BUSY without SQLite
+        // calling the busy handler (seen in CI), so the switch is retried.
+        let mode: String =
+            retry_busy(|| conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)))?;
         if !mode.eq_ignore_ascii_case("wal") {
             tracing::warn!("memory database journal mode is {mode}, not wal");
         }
@@ -318,6 +320,23 @@ fn index(conn: &Connection, id: i64, text: &str, tags: &str) -> rusqlite::Result
     ))?;
     stmt.execute(params![id, index_form(text), index_form(tags)])?;
     Ok(())
+}
+
+/// Runs `step` again while SQLite answers "database is locked" on open,
+/// for at most [`BUSY_TIMEOUT`].
+fn retry_busy<T>(mut step: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match step() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Brings the schema from `user_version` up to [`SCHEMA_VERSION`], inside
