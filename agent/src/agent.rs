@@ -74,6 +74,8 @@ pub struct RunSummary {
     pub iterations: usize,
     /// Whether any tool ran.
     pub used_tools: bool,
+    /// Tool calls the model made (each answered, run or refused).
+    pub tool_calls: usize,
 }
 
 /// An agent: a model client, a tool box and the conversation so far.
@@ -103,6 +105,22 @@ impl<T: ToolBox> Agent<T> {
             hooks: Hooks::default(),
             approvals: Approvals::denying(),
         }
+    }
+
+    /// Continues a conversation: `history` is an earlier run's messages
+    /// without its system message (the prompt is rebuilt from the current
+    /// configuration). Call ids already used stay taken.
+    pub fn resume(
+        client: Client,
+        tools: T,
+        system_prompt: &str,
+        config: AgentConfig,
+        history: Vec<Value>,
+    ) -> Self {
+        let mut agent = Agent::new(client, tools, system_prompt, config);
+        agent.call_ids.reserve(&history);
+        agent.messages.extend(history);
+        agent
     }
 
     /// Uses `interrupt` as the stop flag (shared with a signal handler or an
@@ -166,16 +184,19 @@ impl<T: ToolBox> Agent<T> {
                     final_text: String::new(),
                     iterations: 0,
                     used_tools: false,
+                    tool_calls: 0,
                 });
             }
         };
         self.messages.push(user_message(&task));
+        ui.checkpoint(&self.messages);
 
         let mut completed = false;
         let mut interrupted = false;
         let mut used_tools = false;
         let mut final_text = String::new();
         let mut iterations = 0;
+        let mut tool_calls = 0;
 
         while iterations < self.config.max_iterations {
             if self.interrupt.take() {
@@ -199,18 +220,22 @@ impl<T: ToolBox> Agent<T> {
             self.usage.record(turn.usage);
             final_text.clone_from(&turn.content);
             self.messages.push(assistant_message(&turn));
+            ui.step(iterations, &turn.tool_calls);
 
             if turn.tool_calls.is_empty() {
+                ui.checkpoint(&self.messages);
                 completed = true;
                 break;
             }
             used_tools = true;
+            tool_calls += turn.tool_calls.len();
 
             let results = self.run_tool_calls(&turn).await;
             for (call, result) in turn.tool_calls.iter().zip(results) {
                 ui.tool_call(call, &result);
                 self.messages.push(tool_message(&call.id, &result));
             }
+            ui.checkpoint(&self.messages);
         }
         // An interrupt during the last allowed step still counts as one.
         if !completed && !interrupted && self.interrupt.take() {
@@ -235,6 +260,7 @@ impl<T: ToolBox> Agent<T> {
             final_text,
             iterations,
             used_tools,
+            tool_calls,
         })
     }
 

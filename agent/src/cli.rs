@@ -1,5 +1,5 @@
-//! The command line: `nanohermes run "TASK"`, `nanohermes tools` and
-//! `nanohermes mcp …`.
+//! The command line: `nanohermes run "TASK"`, `nanohermes tools`,
+//! `nanohermes mcp …` and `nanohermes serve`.
 //!
 //! Every command loads the configuration the same way ([`setup::load`]):
 //! the user's config, a trusted project's files, the environment, the
@@ -64,6 +64,8 @@ pub enum Command {
         #[command(subcommand)]
         command: McpCommand,
     },
+    /// Serve the agent itself over MCP (stdio, or --http): one tool, run_task, for MCP hosts and other agents.
+    Serve(crate::serve::ServeArgs),
     /// Serve one built-in over stdio or --http (used for run = "process").
     #[command(hide = true, disable_help_flag = true)]
     Builtin {
@@ -100,6 +102,7 @@ pub fn main() -> ExitCode {
             Command::Run { task } => run(load(&options, true)?.config, &task.join(" ")).await,
             Command::Tools => tools(load(&options, false)?.config).await,
             Command::Mcp { command } => mcp::main(&options, command).await,
+            Command::Serve(args) => crate::serve::main(&options, args).await,
             Command::Builtin { .. } => unreachable!("served before the runtime starts"),
         }
     });

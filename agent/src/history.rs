@@ -75,6 +75,25 @@ pub struct CallIds {
 }
 
 impl CallIds {
+    /// Marks every call id in `messages` as used, so a resumed session
+    /// never gives a new call an id an old one has.
+    pub fn reserve(&mut self, messages: &[Value]) {
+        let ids = messages
+            .iter()
+            .filter_map(|m| m.get("tool_calls")?.as_array())
+            .flatten()
+            .filter_map(|call| call.get("id")?.as_str());
+        for id in ids {
+            if let Some(n) = id
+                .strip_prefix("nh_call_")
+                .and_then(|n| n.parse::<u64>().ok())
+            {
+                self.next = self.next.max(n);
+            }
+            self.used.insert(id.to_owned());
+        }
+    }
+
     /// Names the calls of one turn, in place.
     pub fn assign(&mut self, calls: &mut [ToolCall]) {
         for call in calls {

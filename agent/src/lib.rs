@@ -23,6 +23,7 @@
 //! | [`ui`] | where text, tool lines and notices go |
 //! | [`config`] | flags and environment, resolved |
 //! | [`cli`] | the `nanohermes` commands and exit codes |
+//! | [`serve`] | `nanohermes serve`: the agent as an MCP server (`run_task`) |
 //!
 //! Invariants (each pinned by a test in `tests/it`):
 //! - after every exit of a run (done, interrupted, iteration limit, model
@@ -45,6 +46,7 @@ pub mod interrupt;
 pub mod llm;
 pub mod policy;
 pub mod prompt;
+pub mod serve;
 pub mod toolbox;
 pub mod ui;
 pub mod usage;

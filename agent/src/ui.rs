@@ -19,6 +19,14 @@ pub trait Ui: Send {
     fn notice(&mut self, line: &str);
     /// The model's turn is complete (its text, if any, has been shown).
     fn turn_end(&mut self) {}
+    /// Step `step` (1-based) is about to run `calls` (empty when the model
+    /// answered without tools). `nanohermes serve` turns this into one
+    /// `notifications/progress`.
+    fn step(&mut self, _step: usize, _calls: &[ToolCall]) {}
+    /// A step boundary: `messages` (system message first) is a valid
+    /// history here, every call answered. Where sessions are kept, this is
+    /// where they are written.
+    fn checkpoint(&mut self, _messages: &[Value]) {}
 }
 
 /// Text to stdout, tool lines and notices to stderr.

@@ -22,33 +22,63 @@ pub struct ServeArgs {
     /// Workspace root the server is confined to.
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub root: PathBuf,
-    /// Serve MCP over streamable HTTP at http://ADDR/mcp instead of stdio.
-    /// ADDR must be loopback (127.0.0.1:PORT, [::1]:PORT) unless
-    /// --allow-remote is given.
-    #[arg(long, value_name = "ADDR")]
-    pub http: Option<SocketAddr>,
-    /// Let --http bind a non-loopback address (0.0.0.0, a LAN IP). Requires
-    /// --auth-token-env.
-    #[arg(long, requires = "http")]
-    pub allow_remote: bool,
-    /// Require `Authorization: Bearer TOKEN` on every HTTP request, the token
-    /// read from the environment variable VAR (never from the command line).
-    #[arg(long, value_name = "VAR", requires = "http")]
-    pub auth_token_env: Option<String>,
-    /// Also accept HTTP requests whose Host is HOST (name or IP, optional
-    /// :PORT). Repeatable.
-    #[arg(long, value_name = "HOST", requires = "http")]
-    pub allow_host: Vec<String>,
-    /// Also accept HTTP requests whose Origin is ORIGIN
-    /// (scheme://host[:port], or null). Repeatable.
-    #[arg(long, value_name = "ORIGIN", requires = "http")]
-    pub allow_origin: Vec<String>,
+    /// Where and how to serve streamable HTTP instead of stdio.
+    #[command(flatten)]
+    pub http: HttpArgs,
     /// Largest tool result, in bytes; longer output is clamped with a note.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_OUTPUT)]
     pub max_output: usize,
     /// Print the server's tools/list as JSON and exit.
     #[arg(long)]
     pub print_schema: bool,
+}
+
+/// The streamable HTTP flags, shared by every server that can serve HTTP
+/// (the tool servers and `nanohermes serve`), so the rule for what an
+/// address may be and what a request must carry is typed once.
+#[derive(Args, Debug, Clone, Default)]
+pub struct HttpArgs {
+    /// Serve MCP over streamable HTTP at http://ADDR/mcp instead of stdio.
+    /// ADDR must be loopback (127.0.0.1:PORT, [::1]:PORT) unless
+    /// --allow-remote is given.
+    #[arg(long = "http", value_name = "ADDR")]
+    pub addr: Option<SocketAddr>,
+    /// Let --http bind a non-loopback address (0.0.0.0, a LAN IP). Requires
+    /// --auth-token-env.
+    #[arg(long, requires = "addr")]
+    pub allow_remote: bool,
+    /// Require `Authorization: Bearer TOKEN` on every HTTP request, the token
+    /// read from the environment variable VAR (never from the command line).
+    #[arg(long, value_name = "VAR", requires = "addr")]
+    pub auth_token_env: Option<String>,
+    /// Also accept HTTP requests whose Host is HOST (name or IP, optional
+    /// :PORT). Repeatable.
+    #[arg(long, value_name = "HOST", requires = "addr")]
+    pub allow_host: Vec<String>,
+    /// Also accept HTTP requests whose Origin is ORIGIN
+    /// (scheme://host[:port], or null). Repeatable.
+    #[arg(long, value_name = "ORIGIN", requires = "addr")]
+    pub allow_origin: Vec<String>,
+}
+
+impl HttpArgs {
+    /// The checked request policy for `--http ADDR`, or `None` for stdio.
+    /// An error is one line for the user (a remote bind without a token,
+    /// a bad Host or Origin).
+    pub fn policy(&self) -> Result<Option<(SocketAddr, crate::http::Policy)>, String> {
+        let Some(addr) = self.addr else {
+            return Ok(None);
+        };
+        let flags = crate::http::Flags {
+            addr,
+            allow_remote: self.allow_remote,
+            auth_token_env: self.auth_token_env.as_deref(),
+            allow_host: &self.allow_host,
+            allow_origin: &self.allow_origin,
+        };
+        crate::http::Policy::from_args(flags, |var| std::env::var_os(var))
+            .map(|policy| Some((addr, policy)))
+    }
 }
 
 /// What a tool server needs from its flags: where it may act and how much
@@ -127,15 +157,13 @@ where
     S: ServerHandler + Service<RoleServer> + Clone + Send + Sync + 'static,
 {
     init_logging();
-    let http = match args.http {
-        Some(addr) if !args.print_schema => match http_policy(args, addr) {
-            Ok(policy) => Some((addr, policy)),
-            Err(e) => {
-                eprintln!("{name}: {e}");
-                return ExitCode::from(2);
-            }
-        },
-        _ => None,
+    let http = match args.http.policy() {
+        Ok(http) if !args.print_schema => http,
+        Ok(_) => None,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            return ExitCode::from(2);
+        }
     };
     // One thread is enough for a tool server and keeps calls cheap
     // (notes/rmcp-3.11.md §4: current-thread halves the per-call latency);
@@ -154,11 +182,7 @@ where
         if args.print_schema {
             print_schema(name, handler).await.map_err(Failure::Serving)
         } else if let Some((addr, policy)) = http {
-            let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
-                Failure::Startup(format!(
-                    "cannot listen on {addr}: {e}; pick another port (or port 0 for any)"
-                ))
-            })?;
+            let listener = bind(addr).await.map_err(Failure::Startup)?;
             serve_http(name, listener, policy, handler)
                 .await
                 .map_err(Failure::Serving)
@@ -188,15 +212,11 @@ enum Failure {
     Serving(anyhow::Error),
 }
 
-fn http_policy(args: &ServeArgs, addr: SocketAddr) -> Result<crate::http::Policy, String> {
-    let flags = crate::http::Flags {
-        addr,
-        allow_remote: args.allow_remote,
-        auth_token_env: args.auth_token_env.as_deref(),
-        allow_host: &args.allow_host,
-        allow_origin: &args.allow_origin,
-    };
-    crate::http::Policy::from_args(flags, |var| std::env::var_os(var))
+/// Binds `addr` for [`serve_http`]; the error says what to do.
+pub async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, String> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr}: {e}; pick another port (or port 0 for any)"))
 }
 
 async fn print_schema<S>(name: &str, handler: S) -> anyhow::Result<()>
@@ -212,7 +232,9 @@ where
     Ok(())
 }
 
-async fn serve_stdio<S>(handler: S) -> anyhow::Result<()>
+/// Serves `handler` on this process's stdin and stdout until the client
+/// closes them.
+pub async fn serve_stdio<S>(handler: S) -> anyhow::Result<()>
 where
     S: ServerHandler + Service<RoleServer>,
 {
@@ -221,7 +243,11 @@ where
     Ok(())
 }
 
-async fn serve_http<S>(
+/// Serves `handler` at `http://ADDR/mcp` on `listener` until Ctrl-C,
+/// every request passing `policy` first (Host, Origin, bearer token). The
+/// first stderr line names the address, for scripts and tests. Works on
+/// any tokio runtime.
+pub async fn serve_http<S>(
     name: &str,
     listener: tokio::net::TcpListener,
     policy: crate::http::Policy,

@@ -138,6 +138,13 @@ impl Client {
         })
     }
 
+    /// The same client (one connection pool) asking `model` instead.
+    pub fn with_model(&self, model: &str) -> Client {
+        let mut client = self.clone();
+        client.settings.model = model.to_owned();
+        client
+    }
+
     /// The settings this client was built with.
     pub fn settings(&self) -> &ModelSettings {
         &self.settings

@@ -46,6 +46,20 @@ pub trait Prompter: Send + Sync {
     fn ask(&self, question: &str) -> Answer;
 }
 
+/// Something that asks without holding a thread while it waits: an MCP
+/// host answering `elicitation/create`, or an input-required round trip.
+pub trait AsyncPrompter: Send + Sync {
+    /// Asks about the call to `tool`; `question` is the whole text to show.
+    fn ask(&self, tool: &str, question: &str) -> futures::future::BoxFuture<'static, Answer>;
+}
+
+/// Who answers: a blocking prompter runs on the blocking pool.
+#[derive(Clone)]
+enum Asker {
+    Blocking(Arc<dyn Prompter>),
+    Async(Arc<dyn AsyncPrompter>),
+}
+
 /// Asks on stderr and reads the answer from stdin.
 #[derive(Debug, Default)]
 pub struct TerminalPrompter;
@@ -67,7 +81,7 @@ impl Prompter for TerminalPrompter {
 
 /// The approvals of one run: who answers, and what was answered "always".
 pub struct Approvals {
-    prompter: Option<Arc<dyn Prompter>>,
+    prompter: Option<Asker>,
     always: Mutex<HashSet<String>>,
     /// Held while a question is open, so concurrent calls ask in turn.
     asking: tokio::sync::Mutex<()>,
@@ -101,7 +115,15 @@ impl Approvals {
     /// Questions go to `prompter`.
     pub fn asking(prompter: Arc<dyn Prompter>) -> Approvals {
         Approvals {
-            prompter: Some(prompter),
+            prompter: Some(Asker::Blocking(prompter)),
+            ..Approvals::denying()
+        }
+    }
+
+    /// Questions go to `prompter`, awaited.
+    pub fn asking_async(prompter: Arc<dyn AsyncPrompter>) -> Approvals {
+        Approvals {
+            prompter: Some(Asker::Async(prompter)),
             ..Approvals::denying()
         }
     }
@@ -130,9 +152,14 @@ impl Approvals {
             "nanohermes wants to run `{name}` {}\nAllow? [y]es / [n]o / [a]lways for {name}:",
             mcp_tools::clamp::clamp(arguments, SHOWN_ARGUMENTS)
         );
-        let answer = tokio::task::spawn_blocking(move || prompter.ask(&question))
-            .await
-            .unwrap_or(Answer::No);
+        let answer = match prompter {
+            Asker::Blocking(prompter) => {
+                tokio::task::spawn_blocking(move || prompter.ask(&question))
+                    .await
+                    .unwrap_or(Answer::No)
+            }
+            Asker::Async(prompter) => prompter.ask(name, &question).await,
+        };
         match answer {
             Answer::Yes => true,
             Answer::No => false,

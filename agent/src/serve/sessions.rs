@@ -1,0 +1,201 @@
+//! Sessions of `run_task`: one JSON file per conversation under
+//! `WORKSPACE/.nanohermes/sessions/ID.json`, written after every step with
+//! [`mcp_tools::write_atomic`] (mode 0600), so a session survives a killed
+//! server and continues where its last whole step ended.
+//!
+//! A file holds the history without its system message: the prompt is
+//! rebuilt from the configuration current when the session continues. The
+//! model's key is never in it (it is not in the history). An id is
+//! checked before it becomes a path, so a caller cannot name a file
+//! outside the directory.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::run_task::RunUsage;
+
+/// The layout version written; a file of another version is refused.
+const VERSION: u32 = 1;
+
+/// What a session file holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionFile {
+    /// Layout version ([`VERSION`]).
+    pub version: u32,
+    /// The session's id (also the file's stem).
+    pub id: String,
+    /// The workspace the session works in.
+    pub workspace: PathBuf,
+    /// The history, system message excluded.
+    pub messages: Vec<Value>,
+    /// Model usage over every task of the session.
+    pub usage: RunUsage,
+}
+
+/// Where a workspace's sessions live.
+#[derive(Debug, Clone)]
+pub struct SessionStore {
+    dir: PathBuf,
+}
+
+impl SessionStore {
+    /// The sessions of `workspace`.
+    pub fn of(workspace: &Path) -> SessionStore {
+        SessionStore {
+            dir: workspace.join(".nanohermes").join("sessions"),
+        }
+    }
+
+    /// The file of session `id` (which must be [`valid_id`]).
+    pub fn path(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}.json"))
+    }
+
+    /// Reads session `id`: `Ok(None)` when there is none. A file that does
+    /// not parse is an error that says so; the file is left as it is.
+    pub fn load(&self, id: &str) -> Result<Option<SessionFile>, String> {
+        if !valid_id(id) {
+            return Err(format!(
+                "session_id {id:?} is not a session id (letters, digits and '-', at most 64); pass the session_id a run_task result returned"
+            ));
+        }
+        let path = self.path(id);
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("cannot read session {}: {e}", path.display())),
+        };
+        let file: SessionFile = serde_json::from_slice(&bytes).map_err(|e| {
+            format!(
+                "session file {} is damaged ({e}); it was left untouched: start a new session",
+                path.display()
+            )
+        })?;
+        if file.version != VERSION || file.id != id {
+            return Err(format!(
+                "session file {} is not a version {VERSION} file of session {id}; start a new session",
+                path.display()
+            ));
+        }
+        Ok(Some(file))
+    }
+
+    /// Writes `file` atomically, mode 0600, in a directory only the user
+    /// can read.
+    pub fn save(&self, file: &SessionFile) -> std::io::Result<()> {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        if !self.dir.is_dir() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&self.dir)?;
+            std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700))?;
+        }
+        let bytes = serde_json::to_vec(file).map_err(std::io::Error::other)?;
+        mcp_tools::write_atomic(&self.path(&file.id), &bytes, 0o600)
+    }
+}
+
+/// Whether `id` may name a session file: 1 to 64 ASCII letters, digits
+/// and `-`.
+pub fn valid_id(id: &str) -> bool {
+    (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+/// A new random id: 128 bits from the kernel, as hex in UUID layout.
+pub fn new_id() -> String {
+    let mut bytes = [0u8; 16];
+    fill_random(&mut bytes);
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
+/// Fills `buf` from `/dev/urandom`; without it (never on Linux) from the
+/// clock and the process id, which is still unique enough for an id.
+pub fn fill_random(buf: &mut [u8]) {
+    use std::io::Read as _;
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(buf))
+        .is_ok()
+    {
+        return;
+    }
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+        ^ u128::from(std::process::id());
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b = (seed >> ((i % 16) * 8)) as u8;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_that_could_leave_the_directory_are_refused() {
+        for bad in [
+            "",
+            "../x",
+            "a/b",
+            "a.json",
+            "..",
+            &"a".repeat(65),
+            "a b",
+            "é",
+        ] {
+            assert!(!valid_id(bad), "{bad:?}");
+        }
+        assert!(valid_id(&new_id()));
+        assert_ne!(new_id(), new_id());
+        let dir = tempfile::tempdir().unwrap();
+        let err = SessionStore::of(dir.path())
+            .load("../../etc/passwd")
+            .unwrap_err();
+        assert!(
+            err.starts_with("session_id \"../../etc/passwd\" is not a session id"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_saved_session_loads_back_is_private_and_a_damaged_one_is_kept() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::of(dir.path());
+        let id = new_id();
+        assert_eq!(store.load(&id).unwrap(), None);
+        let file = SessionFile {
+            version: VERSION,
+            id: id.clone(),
+            workspace: dir.path().to_owned(),
+            messages: vec![serde_json::json!({"role": "user", "content": "hi"})],
+            usage: RunUsage::default(),
+        };
+        store.save(&file).unwrap();
+        assert_eq!(store.load(&id).unwrap(), Some(file));
+        let mode = std::fs::metadata(store.path(&id))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+
+        std::fs::write(store.path(&id), b"{\"version\": 1, \"id\":").unwrap();
+        let err = store.load(&id).unwrap_err();
+        assert!(err.contains("is damaged"), "{err}");
+        assert_eq!(
+            std::fs::read(store.path(&id)).unwrap(),
+            b"{\"version\": 1, \"id\":"
+        );
+    }
+}
