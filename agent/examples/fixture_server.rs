@@ -20,7 +20,10 @@
 //!   find the processes there);
 //! - `--resources`: also offer resources (`fixture://readme`, a text;
 //!   `fixture://logo.png`, a blob) and a prompt (`greet`, arguments `who`
-//!   required and `style`).
+//!   required and `style`);
+//! - `--agent`: also offer `run_task` (an MCP agent, like `nanohermes
+//!   serve`), answering with the task and its `NANOHERMES_AGENT_DEPTH`;
+//! - `--instructions TEXT`: advertise TEXT as the server's instructions.
 //!
 //! `toggle_tool` adds or removes the tool `extra` and sends
 //! `notifications/tools/list_changed` (the capability is always advertised);
@@ -49,6 +52,9 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use serde::Deserialize;
+
+#[path = "fixture_server/agent.rs"]
+mod agent;
 
 #[derive(Deserialize, rmcp::schemars::JsonSchema)]
 #[schemars(crate = "rmcp::schemars")]
@@ -111,6 +117,8 @@ struct Fixture {
     listing_broken: Arc<std::sync::atomic::AtomicBool>,
     /// `--resources`: resources and prompts are offered.
     resources: bool,
+    /// `--instructions`: what `get_info` advertises.
+    instructions: Option<String>,
 }
 
 fn odd_schema() -> Arc<JsonObject> {
@@ -138,6 +146,7 @@ impl Fixture {
             extra_on: Arc::default(),
             listing_broken: Arc::default(),
             resources: false,
+            instructions: None,
         }
     }
 
@@ -288,8 +297,12 @@ impl Fixture {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Fixture {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(self.capabilities())
-            .with_server_info(Implementation::new("fixture_server", "0.0.0"))
+        let config = ServerConfig::new(self.capabilities())
+            .with_server_info(Implementation::new("fixture_server", "0.0.0"));
+        match &self.instructions {
+            Some(text) => config.with_instructions(text.clone()),
+            None => config,
+        }
     }
 
     async fn list_tools(
@@ -381,8 +394,12 @@ async fn main() {
     }
     let era = value("--era").cloned().unwrap_or_default();
     let probe_log = value("--probe-log").cloned();
-    let fixture =
+    let mut fixture =
         Fixture::new(page_size, pids).with_resources(args.iter().any(|a| a == "--resources"));
+    if args.iter().any(|a| a == "--agent") {
+        fixture.tool_router = fixture.tool_router.clone() + Fixture::agent_router();
+    }
+    fixture.instructions = value("--instructions").cloned();
     let served = if era.is_empty() && probe_log.is_none() {
         fixture.serve(rmcp::transport::stdio()).await
     } else {

@@ -71,6 +71,16 @@ pub struct Options {
     )]
     pub mcp: Vec<String>,
 
+    /// An MCP agent to use as a subagent, written as for --mcp
+    /// (`NAME=COMMAND [ARGS...]` or `NAME=URL`): its run_task is
+    /// NAME__run_task, and agent_list names it. Repeatable.
+    #[arg(
+        long = "agent",
+        global = true,
+        value_name = "NAME=COMMAND [ARGS...] | NAME=URL"
+    )]
+    pub agent: Vec<String>,
+
     /// Ask for whole responses instead of a stream.
     #[arg(long, global = true)]
     pub no_stream: bool,
@@ -174,6 +184,7 @@ impl Options {
             max_retries: self.max_retries,
             retry_base_ms: self.retry_base_ms,
             mcp: self.mcp.clone(),
+            agents: self.agent.clone(),
             ..Overrides::default()
         })
     }
@@ -310,7 +321,13 @@ impl Config {
         if let Some(names) = settings.project_doc_fallback_filenames.clone() {
             guidance.fallback_filenames = names;
         }
-        let hub = hub_config(&workspace, options, settings.servers);
+        let max_agent_depth = settings
+            .max_agent_depth
+            .map_or(crate::hub::DEFAULT_MAX_AGENT_DEPTH, |n| n as usize);
+        let hub = HubConfig {
+            max_agent_depth,
+            ..hub_config(&workspace, options, settings.servers)
+        };
         Ok(Config {
             workspace,
             api_key_env,
@@ -432,6 +449,16 @@ mod tests {
         assert!(config.model.body.stream);
         assert_eq!(config.rules, Rules::default());
         assert!(!config.hub.allow_private_network, "off unless asked for");
+        assert_eq!(
+            config.hub.max_agent_depth,
+            crate::hub::DEFAULT_MAX_AGENT_DEPTH
+        );
+        let shallow = Settings {
+            base_url: Some("http://localhost:11434/v1".into()),
+            max_agent_depth: Some(0),
+            ..Settings::default()
+        };
+        assert_eq!(resolve(&[], shallow, None).unwrap().hub.max_agent_depth, 0);
     }
 
     #[test]

@@ -50,6 +50,7 @@ fn fixture(name: &str, args: &[&str]) -> ServerSpec {
         tool_timeout: HANG_GUARD,
         enabled_tools: None,
         disabled_tools: Vec::new(),
+        description: None,
     }
 }
 
@@ -61,6 +62,8 @@ async fn start(workspace: &Path, servers: Vec<ServerSpec>) -> Hub {
         allow_private_network: false,
         builtin_exe: PathBuf::from("nanohermes-not-used"),
         era_cache: None,
+        agent_depth: 0,
+        max_agent_depth: nanohermes::hub::DEFAULT_MAX_AGENT_DEPTH,
     })
     .await
     .expect("hub starts")

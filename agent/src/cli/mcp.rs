@@ -172,7 +172,12 @@ fn remove(options: &Options, name: &str) -> anyhow::Result<ExitCode> {
             "{name} is a built-in and cannot be removed; to turn it off, add `[mcp_servers.{name}]` with `enabled = false` to {}",
             path.display()
         ),
-        Some(Origin::Flag) => format!("{name} comes from a --mcp flag; drop the flag"),
+        Some(flag @ (Origin::Flag | Origin::AgentFlag)) => {
+            format!(
+                "{name} comes from a {} flag; drop the flag",
+                flag.describe()
+            )
+        }
         Some(origin) => format!(
             "{name} is configured in {}, not in {}; edit that file",
             origin.describe(),

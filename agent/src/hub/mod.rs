@@ -47,6 +47,12 @@
 //!   meta-tools ([`resources`]), declared only while a running server
 //!   advertises the capability; skills through the read-only `skill`
 //!   meta-tool ([`skills`]), declared only when there are skills.
+//! - **Subagents** ([`agents`]): a server offering `run_task` is an agent
+//!   the model can hand a whole task to (`NAME__run_task`); the read-only
+//!   `agent_list` meta-tool names the ones offered and what each is for.
+//!   Every external stdio child gets `NANOHERMES_AGENT_DEPTH` = this
+//!   process's depth + 1; at `max_agent_depth` no external `run_task` is
+//!   offered, with one warning per server.
 //! - **Calls never fail.** Every problem is a string starting with `ERROR: `:
 //!   an unknown tool (with the list of available ones), a tool error
 //!   (`isError`), a JSON-RPC error, a timeout (`timed out after`; the call
@@ -94,6 +100,7 @@
 //! - [`Hub::shutdown`] closes every connection; children get EOF on stdin,
 //!   then SIGTERM, then SIGKILL, then the rest of their tree is killed.
 
+pub mod agents;
 mod builtin;
 mod builtin_main;
 pub mod compact;
@@ -125,6 +132,10 @@ use crate::config::sources::ServerSpec;
 use crate::policy::Policy;
 use crate::toolbox::ToolFacts;
 
+pub use agents::{
+    AGENT_DEPTH_VAR, AGENT_LIST, DEFAULT_MAX_AGENT_DEPTH, RUN_TASK, agent_depth, depth_refusal,
+    may_mount_subagents,
+};
 pub use builtin::{Builtin, BuiltinOptions};
 pub use builtin_main::serve_builtin_main;
 pub use era::{Era, default_era_cache};
@@ -190,12 +201,18 @@ pub struct HubConfig {
     /// The JSON file remembering each external server's protocol era
     /// ([`default_era_cache`]); `None` keeps it in memory only.
     pub era_cache: Option<PathBuf>,
+    /// How many agents deep this process runs ([`agent_depth`]); its
+    /// external stdio servers get one more in `NANOHERMES_AGENT_DEPTH`.
+    pub agent_depth: usize,
+    /// At this depth no external server's `run_task` is offered
+    /// (`max_agent_depth`, default [`DEFAULT_MAX_AGENT_DEPTH`]).
+    pub max_agent_depth: usize,
 }
 
 impl HubConfig {
     /// `servers` in `workspace`, with the defaults: the default output cap,
     /// no private network, this executable for built-in children, no era
-    /// file.
+    /// file, this process's agent depth and the default limit.
     pub fn new(workspace: impl Into<PathBuf>, servers: Vec<ServerSpec>) -> HubConfig {
         HubConfig {
             workspace: workspace.into(),
@@ -204,6 +221,8 @@ impl HubConfig {
             allow_private_network: false,
             builtin_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("nanohermes")),
             era_cache: None,
+            agent_depth: agent_depth(),
+            max_agent_depth: DEFAULT_MAX_AGENT_DEPTH,
         }
     }
 }
@@ -267,6 +286,8 @@ pub struct Hub {
     catalog: refresh::Catalog,
     /// The skills the `skill` meta-tool offers ([`skills`]).
     skills: Vec<crate::prompt::Skill>,
+    /// Subagent descriptions and what `agent_list` lists ([`agents`]).
+    agents: agents::Agents,
 }
 
 impl Hub {
@@ -351,6 +372,7 @@ impl Hub {
             statuses: Vec::new(),
             catalog: refresh::Catalog::default(),
             skills: Vec::new(),
+            agents: agents::Agents::default(),
         };
         for (spec, outcome) in started {
             let mut status = ServerStatus {
@@ -364,6 +386,9 @@ impl Hub {
                     (server, mut tools),
                     (prefixed, trusted, call_timeout, filter, where_),
                 ))) => {
+                    if let Some(warning) = agents::withheld(spec, &filter, &tools) {
+                        hub.warn(warning);
+                    }
                     tools.retain(|tool| filter.allows(&tool.name));
                     let listed = tools.len();
                     // Named and declared by `rebuild` below (refresh.rs).
@@ -376,6 +401,7 @@ impl Hub {
                     hub.servers.push(server);
                     hub.call_timeouts.push(call_timeout);
                     hub.filters.push(filter);
+                    hub.agents.descriptions.push(spec.description.clone());
                 }
                 Some(Err(warning)) => {
                     if spec.required {
@@ -450,10 +476,8 @@ impl Hub {
                 }
             );
         };
-        if !self.filters[i].allows(tool) {
-            bail!(
-                "tool {tool} of server {server} is withheld by mcp_servers.{server}.enabled_tools or disabled_tools"
-            );
+        if let Some(why) = self.filters[i].refusal(server, tool) {
+            bail!("{why}");
         }
         self.servers[i]
             .call_result(tool, arguments, self.call_timeouts[i], self.max_output)
@@ -541,6 +565,9 @@ impl Hub {
             return answer;
         }
         if let Some(answer) = self.call_meta(name, &arguments).await {
+            return answer;
+        }
+        if let Some(answer) = self.call_agent_list(name) {
             return answer;
         }
         let Some((tool, server)) = self.by_name.get(name) else {

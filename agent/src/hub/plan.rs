@@ -12,6 +12,7 @@ use mcp_tools::spawn::EnvPolicy;
 
 use crate::config::sources::{HttpSpec, Origin, ServerSpec, StdioSpec, Transport};
 
+use super::agents;
 use super::builtin::{Builtin, BuiltinOptions};
 use super::connect::{ChildSpec, EraHint, HttpTarget, Launch};
 use super::era::{EraCache, config_key};
@@ -31,20 +32,39 @@ pub(crate) struct Planned {
 }
 
 /// `enabled_tools` (an allow-list, when set) then `disabled_tools`, on the
-/// server's own tool names: what is declared and what may be called.
+/// server's own tool names, then the recursion guard: what is declared and
+/// what may be called.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ToolFilter {
     pub(crate) enabled: Option<Vec<String>>,
     pub(crate) disabled: Vec<String>,
+    /// `(depth, max_agent_depth)` when this external server's `run_task`
+    /// is withheld because this agent is already that deep.
+    pub(crate) depth_cap: Option<(usize, usize)>,
 }
 
 impl ToolFilter {
     /// Whether the server's tool `raw_name` is offered.
     pub(crate) fn allows(&self, raw_name: &str) -> bool {
-        self.enabled
+        self.refusal("", raw_name).is_none()
+    }
+
+    /// Why tool `raw_name` of `server` is withheld, or `None` when it is
+    /// offered.
+    pub(crate) fn refusal(&self, server: &str, raw_name: &str) -> Option<String> {
+        if self.depth_cap.is_some() && raw_name == agents::RUN_TASK {
+            let (depth, max) = self.depth_cap.unwrap_or_default();
+            return Some(agents::withheld_warning(server, depth, max));
+        }
+        let listed = self
+            .enabled
             .as_ref()
-            .is_none_or(|names| names.iter().any(|n| n == raw_name))
-            && !self.disabled.iter().any(|n| n == raw_name)
+            .is_none_or(|names| names.iter().any(|n| n == raw_name));
+        (!listed || self.disabled.iter().any(|n| n == raw_name)).then(|| {
+            format!(
+                "tool {raw_name} of server {server} is withheld by mcp_servers.{server}.enabled_tools or disabled_tools"
+            )
+        })
     }
 }
 
@@ -55,7 +75,7 @@ impl ToolFilter {
 /// to decide here.
 pub fn trusted_annotations(origin: &Origin) -> bool {
     match origin {
-        Origin::Default | Origin::UserConfig(_) | Origin::Flag => true,
+        Origin::Default | Origin::UserConfig(_) | Origin::Flag | Origin::AgentFlag => true,
         Origin::ProjectConfig(_) | Origin::McpJson(_) => true,
     }
 }
@@ -89,7 +109,7 @@ pub(crate) fn plan(
             bail!("server {} runs a built-in but names none", spec.name)
         }
         (Transport::Stdio(stdio), _) => {
-            let child = stdio_child(stdio, &config.workspace);
+            let child = stdio_child(stdio, &config.workspace, config.agent_depth);
             let description = format!("stdio {child:?}");
             Launch::Child(child, cached(description))
         }
@@ -116,6 +136,11 @@ pub(crate) fn plan(
         filter: ToolFilter {
             enabled: spec.enabled_tools.clone(),
             disabled: spec.disabled_tools.clone(),
+            // Built-ins never offer run_task; every other server may be an
+            // agent, whatever its transport.
+            depth_cap: (builtin.is_none()
+                && !agents::may_mount_subagents(config.agent_depth, config.max_agent_depth))
+            .then_some((config.agent_depth, config.max_agent_depth)),
         },
         launch,
     })
@@ -144,14 +169,20 @@ fn builtin_child(builtin: Builtin, config: &HubConfig, max_output: usize) -> Chi
 }
 
 /// An external program: the allow-list, then the variables it names from
-/// the agent's environment (`env_vars`), then its own `env` values.
-fn stdio_child(stdio: &StdioSpec, workspace: &Path) -> ChildSpec {
+/// the agent's environment (`env_vars`), then its own `env` values, then
+/// its agent depth (this process's `depth` + 1), last so that neither can
+/// reset it.
+fn stdio_child(stdio: &StdioSpec, workspace: &Path, depth: usize) -> ChildSpec {
     let mut pairs: Vec<(String, String)> = stdio
         .env_vars
         .iter()
         .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
         .collect();
     pairs.extend(stdio.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    pairs.push((
+        agents::AGENT_DEPTH_VAR.to_owned(),
+        agents::child_depth(depth),
+    ));
     ChildSpec {
         program: PathBuf::from(&stdio.command),
         args: stdio.args.clone(),
@@ -200,6 +231,8 @@ pub(crate) fn withheld_env(spec: &ServerSpec) -> Vec<String> {
             Transport::Stdio(stdio) => {
                 !mcp_tools::spawn::is_allowed_name(name)
                     && !stdio.env_vars.iter().any(|v| v == name)
+                    // It gets its own value (depth + 1) instead.
+                    && name != agents::AGENT_DEPTH_VAR
                     && !stdio.env.contains_key(name)
             }
             Transport::BuiltinProcess => mcp_tools::spawn::is_secret_name(name),
@@ -220,10 +253,26 @@ mod tests {
         let filter = ToolFilter {
             enabled: Some(vec!["a".into(), "b".into()]),
             disabled: vec!["b".into()],
+            depth_cap: None,
         };
         assert!(filter.allows("a"));
         assert!(!filter.allows("b"), "disabled wins");
         assert!(!filter.allows("c"), "not in the allow-list");
         assert!(ToolFilter::default().allows("anything"));
+    }
+
+    #[test]
+    fn the_depth_cap_withholds_run_task_only() {
+        let capped = ToolFilter {
+            depth_cap: Some((3, 3)),
+            ..ToolFilter::default()
+        };
+        assert!(capped.allows("echo"));
+        assert!(!capped.allows("run_task"));
+        assert!(ToolFilter::default().allows("run_task"));
+        assert_eq!(
+            capped.refusal("helper", "run_task").unwrap(),
+            "subagent helper not mounted: this agent is already 3 levels deep (max_agent_depth = 3)"
+        );
     }
 }

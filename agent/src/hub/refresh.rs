@@ -41,6 +41,7 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 
 use super::Hub;
+use super::agents;
 use super::names::NameTable;
 use super::resources::{self, Offered};
 use super::skills;
@@ -214,7 +215,10 @@ impl Hub {
 
         let mut table = NameTable::default();
         // Claimed first, so no server tool can take a meta-tool's name.
-        for name in resources::NAMES.into_iter().chain([skills::SKILL]) {
+        for name in resources::NAMES
+            .into_iter()
+            .chain([skills::SKILL, agents::AGENT_LIST])
+        {
             table.claim(name);
         }
         let listings = std::mem::take(&mut self.catalog.listings);
@@ -253,6 +257,9 @@ impl Hub {
                 facts.is_some_and(|facts: ToolFacts| policy.allows(name, &facts))
             });
         }
+        // After the narrowing: it lists only the run_task tools offered.
+        let offered = self.catalog.offered.clone();
+        self.declare_agents(|name, facts| offered.as_ref().is_none_or(|p| p.allows(name, facts)));
 
         for (name, server) in before {
             if !self.by_name.contains_key(&name) {
@@ -375,6 +382,7 @@ impl Hub {
         match self.tool(name) {
             Some(tool) => Some(tool.facts()),
             None if skills::declares(&self.skills, name) => Some(skills::FACTS),
+            None if self.agents.declares(name) => Some(agents::FACTS),
             None => self.catalog.meta.declares(name).then_some(resources::FACTS),
         }
     }

@@ -382,7 +382,7 @@ fn an_unknown_key_names_file_line_key_and_the_allowed_keys() {
     w.user("model = \"m\"\n\n\n\n\n\nmodle = \"x\"\n");
     assert_eq!(
         w.load().unwrap_err().to_string(),
-        "~/.nanohermes/config.toml:7: unknown key \"modle\"; allowed keys: model, base_url, api_key_env, fallback_model, temperature, max_tokens, stream, thinking, max_iterations, max_retries, retry_base_ms, mode, auto_approve, allow, deny, hooks, project_doc_fallback_filenames, mcp_servers, projects"
+        "~/.nanohermes/config.toml:7: unknown key \"modle\"; allowed keys: model, base_url, api_key_env, fallback_model, temperature, max_tokens, stream, thinking, max_iterations, max_retries, retry_base_ms, mode, auto_approve, allow, deny, hooks, project_doc_fallback_filenames, max_agent_depth, mcp_servers, projects"
     );
     // Codex's silently ignored `[mcp.servers]` typo (codex#3441) is loud here.
     w.user("[mcp.servers.gh]\ncommand = \"x\"\n");
@@ -518,4 +518,43 @@ fn mcp_flag_with_a_quoted_path_containing_spaces() {
     assert!(
         matches!(&server(&loaded, "remote").transport, Transport::Http(h) if h.url == "https://mcp.example.com/mcp")
     );
+}
+
+#[test]
+fn subagents_come_from_the_config_mcp_json_and_agent_flags_with_their_descriptions() {
+    let w = World::new();
+    w.user(&format!(
+        "max_agent_depth = 1\n{}[mcp_servers.reviewer]\ncommand = \"nanohermes\"\nargs = [\"serve\"]\ndescription = \"Reviews Rust code\"\n",
+        w.trust_line()
+    ));
+    // A project layer that only sets the description adjusts the entry.
+    w.project("[mcp_servers.reviewer]\ndescription = \"Reviews this repo\"\n");
+    w.mcp_json(
+        r#"{"mcpServers": {"docs": {"command": "docs-agent", "description": "Writes the docs"}}}"#,
+    );
+    let flags = Overrides {
+        agents: vec!["helper=nanohermes serve --root .".into()],
+        ..Overrides::default()
+    };
+    let loaded = sources::load(&w.sources(&[], flags)).unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    assert_eq!(loaded.settings.max_agent_depth, Some(1));
+    let reviewer = server(&loaded, "reviewer");
+    assert_eq!(reviewer.description.as_deref(), Some("Reviews this repo"));
+    assert!(matches!(reviewer.origin, Origin::UserConfig(_)));
+    assert_eq!(
+        server(&loaded, "docs").description.as_deref(),
+        Some("Writes the docs")
+    );
+    assert_eq!(server(&loaded, "helper").origin, Origin::AgentFlag);
+
+    // An --agent replaces a configured server of the same name, like --mcp.
+    let flags = Overrides {
+        agents: vec!["reviewer=other-agent".into()],
+        ..Overrides::default()
+    };
+    let loaded = sources::load(&w.sources(&[], flags)).unwrap();
+    let reviewer = server(&loaded, "reviewer");
+    assert_eq!(reviewer.origin, Origin::AgentFlag);
+    assert_eq!(reviewer.description, None);
 }

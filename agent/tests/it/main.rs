@@ -36,3 +36,5 @@ mod refresh;
 /// The stream as servers send it: line ends, cut streams, error frames,
 /// deltas without index.
 mod stream;
+/// Subagents: run_task servers from the config and --agent, agent_list, the depth guard.
+mod subagents;

@@ -59,6 +59,9 @@ pub struct Overrides {
     pub deny: Vec<String>,
     /// `--mcp` values, unparsed; each replaces a server of the same name.
     pub mcp: Vec<String>,
+    /// `--agent` values, unparsed, after the `--mcp` ones: like `--mcp`,
+    /// for servers expected to offer `run_task`.
+    pub agents: Vec<String>,
 }
 
 /// Everything the merge reads, passed in rather than read from globals.
@@ -142,6 +145,9 @@ pub struct Settings {
     /// Guidance names read where a directory has no AGENTS.md (the last
     /// layer that sets it).
     pub project_doc_fallback_filenames: Option<Vec<String>>,
+    /// How deep a chain of agents mounting agents may go (the last layer
+    /// that sets it).
+    pub max_agent_depth: Option<u32>,
     /// Every server, enabled or not: built-ins first, then in the order
     /// they first appear.
     pub servers: Vec<ServerSpec>,
@@ -344,8 +350,14 @@ pub fn load(sources: &ConfigSources) -> Result<Loaded, ConfigError> {
             &sources.workspace,
         )?);
     }
-    for spec in &sources.flags.mcp {
-        let server = servers::parse_mcp_flag(spec)?;
+    let flagged = sources.flags.mcp.iter().map(|s| servers::parse_mcp_flag(s));
+    let agents = sources
+        .flags
+        .agents
+        .iter()
+        .map(|s| servers::parse_agent_flag(s));
+    for server in flagged.chain(agents) {
+        let server = server?;
         match servers.iter_mut().find(|s| s.name == server.name) {
             Some(slot) => *slot = server,
             None => servers.push(server),
@@ -410,7 +422,8 @@ fn apply_file(
         mode,
         auto_approve,
         allow,
-        project_doc_fallback_filenames
+        project_doc_fallback_filenames,
+        max_agent_depth
     );
     add_unique(&mut settings.deny, raw.deny.unwrap_or_default());
     for (event, groups) in raw.hooks.unwrap_or_default() {

@@ -37,9 +37,10 @@ const KNOWN: &[&str] = &[
     "includeTools",
     "excludeTools",
     "disabled",
+    "description",
 ];
 /// Keys other hosts write that mean nothing here; ignored without a warning.
-const IGNORED: &[&str] = &["description", "trust", "alwaysAllow", "autoApprove"];
+const IGNORED: &[&str] = &["trust", "alwaysAllow", "autoApprove"];
 
 /// Parses `text`; `file` names it in errors, `env` answers `${VAR}`.
 pub fn parse(
@@ -186,6 +187,8 @@ fn entry_to_raw(
             .ok_or("\"disabled\" must be true or false")?;
         raw.enabled = Some(!disabled);
     }
+    // Not expanded: it is text for the model, not a setting.
+    raw.description = opt_str(entry, "description")?;
     Ok(Some(raw))
 }
 
@@ -324,7 +327,7 @@ mod tests {
     "fs": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "${ROOT:-.}"], "env": {"K": "${TOKEN}"} },
     "docs": { "type": "http", "url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}, "includeTools": ["search"] },
     "old": { "type": "sse", "url": "https://example.com/sse" },
-    "gem": { "httpUrl": "https://g.example/mcp", "timeout": 5000, "trust": true, "color": "red" }
+    "gem": { "httpUrl": "https://g.example/mcp", "timeout": 5000, "trust": true, "color": "red", "description": "Reviews ${NOT_EXPANDED}" }
   }
 }"#;
         let out = parse(".mcp.json", text, &env).unwrap();
@@ -343,6 +346,10 @@ mod tests {
             Some(&["search".to_owned()][..])
         );
         assert_eq!(out.servers[2].1.tool_timeout_sec, Some(5.0));
+        assert_eq!(
+            out.servers[2].1.description.as_deref(),
+            Some("Reviews ${NOT_EXPANDED}")
+        );
         assert_eq!(out.warnings.len(), 2, "{:?}", out.warnings);
         assert!(out.warnings[0].contains("ignored key \"color\""));
         assert!(out.warnings[1].contains("\"old\" skipped: type \"sse\""));

@@ -53,6 +53,10 @@ pub struct RawConfig {
     /// Guidance files read in a directory that has no AGENTS.md, first
     /// found wins [default: ["CLAUDE.md"]]; `[]` reads AGENTS.md only.
     pub project_doc_fallback_filenames: Option<Vec<String>>,
+    /// How deep a chain of agents mounting agents may go [default: 3]: an
+    /// agent this many levels deep mounts no subagent (no server's
+    /// `run_task`); 0 mounts none at all.
+    pub max_agent_depth: Option<u32>,
     /// The MCP servers, by name; a name's tools are `NAME__TOOL`.
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, RawServer>,
@@ -237,6 +241,9 @@ pub struct RawServer {
     pub enabled_tools: Option<Vec<String>>,
     /// These tools are never offered (applied after `enabled_tools`).
     pub disabled_tools: Option<Vec<String>>,
+    /// What this server is for, in one line; `agent_list` shows it for a
+    /// subagent (a server offering `run_task`).
+    pub description: Option<String>,
 }
 
 /// The seven built-in servers.
@@ -444,7 +451,7 @@ mod tests {
             "~/.nanohermes/config.toml:7: unknown key \"modle\"; allowed keys: model, base_url, \
              api_key_env, fallback_model, temperature, max_tokens, stream, thinking, \
              max_iterations, max_retries, retry_base_ms, mode, auto_approve, allow, deny, hooks, \
-             project_doc_fallback_filenames, mcp_servers, projects"
+             project_doc_fallback_filenames, max_agent_depth, mcp_servers, projects"
         );
     }
 

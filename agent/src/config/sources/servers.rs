@@ -31,6 +31,8 @@ pub enum Origin {
     McpJson(PathBuf),
     /// A `--mcp` flag.
     Flag,
+    /// An `--agent` flag: a `--mcp` server expected to offer `run_task`.
+    AgentFlag,
 }
 
 impl Origin {
@@ -44,6 +46,7 @@ impl Origin {
         match self {
             Origin::Default => "built-in".to_owned(),
             Origin::Flag => "--mcp".to_owned(),
+            Origin::AgentFlag => "--agent".to_owned(),
             Origin::UserConfig(p) | Origin::ProjectConfig(p) | Origin::McpJson(p) => {
                 p.display().to_string()
             }
@@ -115,6 +118,8 @@ pub struct ServerSpec {
     pub enabled_tools: Option<Vec<String>>,
     /// These tools are never offered.
     pub disabled_tools: Vec<String>,
+    /// What the server is for (`description`), shown by `agent_list`.
+    pub description: Option<String>,
 }
 
 impl ServerSpec {
@@ -131,6 +136,7 @@ impl ServerSpec {
             tool_timeout: DEFAULT_TOOL_TIMEOUT,
             enabled_tools: None,
             disabled_tools: Vec::new(),
+            description: None,
         }
     }
 }
@@ -183,7 +189,8 @@ pub fn overlay(base: &mut RawServer, top: RawServer) {
         enabled,
         required,
         enabled_tools,
-        disabled_tools
+        disabled_tools,
+        description
     );
 }
 
@@ -282,6 +289,17 @@ pub fn check_raw(name: &str, raw: &RawServer) -> Result<(), (&'static str, Strin
         return Err((
             key,
             format!("[mcp_servers.{name}]: {key} is for a url server, not for a command"),
+        ));
+    }
+    if raw
+        .description
+        .as_deref()
+        .is_some_and(|d| d.trim().is_empty())
+    {
+        return Err((
+            "description",
+            "description = \"\" is not allowed; say in a few words what the server is for, or remove the key"
+                .to_owned(),
         ));
     }
     if raw.command.as_deref().is_some_and(|c| c.trim().is_empty()) {
@@ -404,14 +422,26 @@ pub fn resolve(
             .map_or(DEFAULT_TOOL_TIMEOUT, Duration::from_secs_f64),
         enabled_tools: raw.enabled_tools,
         disabled_tools: raw.disabled_tools.unwrap_or_default(),
+        description: raw.description,
     })
 }
 
 /// Parses `--mcp 'NAME=COMMAND ARGS…'` (shell-style quoting) or
 /// `--mcp NAME=https://host/mcp`.
 pub fn parse_mcp_flag(spec: &str) -> Result<ServerSpec, ConfigError> {
-    let fail = |m: String| ConfigError::at("--mcp", None, m);
-    let usage = "use --mcp 'NAME=COMMAND ARGS...' or --mcp NAME=https://host/mcp";
+    parse_server_flag("--mcp", spec, Origin::Flag)
+}
+
+/// Parses `--agent 'NAME=COMMAND ARGS…'` or `--agent NAME=https://host/mcp`
+/// exactly as `--mcp`: an MCP agent whose `run_task` becomes
+/// `NAME__run_task` (the hub warns when it offers none).
+pub fn parse_agent_flag(spec: &str) -> Result<ServerSpec, ConfigError> {
+    parse_server_flag("--agent", spec, Origin::AgentFlag)
+}
+
+fn parse_server_flag(flag: &str, spec: &str, origin: Origin) -> Result<ServerSpec, ConfigError> {
+    let fail = |m: String| ConfigError::at(flag, None, m);
+    let usage = format!("use {flag} 'NAME=COMMAND ARGS...' or {flag} NAME=https://host/mcp");
     let Some(words) = shlex::split(spec) else {
         return Err(fail(format!("{spec:?} has unbalanced quotes; {usage}")));
     };
@@ -441,7 +471,7 @@ pub fn parse_mcp_flag(spec: &str) -> Result<ServerSpec, ConfigError> {
         raw.args = Some(rest.to_vec());
     }
     // A flag has no cwd to anchor, so none is relative to anything.
-    resolve(name, raw, Origin::Flag, "--mcp", Path::new("."))
+    resolve(name, raw, origin, flag, Path::new("."))
 }
 
 #[cfg(test)]
@@ -461,6 +491,59 @@ mod tests {
         assert!(
             matches!(remote.transport, Transport::Http(ref h) if h.url == "https://host.example/mcp")
         );
+    }
+
+    #[test]
+    fn agent_flag_parses_as_mcp_and_names_itself() {
+        let spec = parse_agent_flag("helper=nanohermes serve --root 'my dir'").unwrap();
+        assert_eq!(
+            (spec.name.as_str(), &spec.origin),
+            ("helper", &Origin::AgentFlag)
+        );
+        assert_eq!(spec.origin.describe(), "--agent");
+        let Transport::Stdio(stdio) = spec.transport else {
+            panic!("{spec:?}")
+        };
+        assert_eq!(
+            (stdio.command.as_str(), stdio.args.as_slice()),
+            (
+                "nanohermes",
+                ["serve", "--root", "my dir"].map(String::from).as_slice()
+            )
+        );
+        assert_eq!(
+            parse_agent_flag("helper").unwrap_err().to_string(),
+            "--agent: \"helper\" has no NAME=; use --agent 'NAME=COMMAND ARGS...' or --agent NAME=https://host/mcp"
+        );
+    }
+
+    #[test]
+    fn a_description_is_a_setting_and_must_say_something() {
+        let mut base = RawServer {
+            command: Some("agent".into()),
+            description: Some("first".into()),
+            ..RawServer::default()
+        };
+        overlay(
+            &mut base,
+            RawServer {
+                description: Some("Reviews code".into()),
+                ..RawServer::default()
+            },
+        );
+        assert_eq!(
+            (base.command.as_deref(), base.description.as_deref()),
+            (Some("agent"), Some("Reviews code")),
+            "a description alone adjusts the entry"
+        );
+        let spec = resolve("a", base, Origin::Flag, "f", Path::new("/w")).unwrap();
+        assert_eq!(spec.description.as_deref(), Some("Reviews code"));
+        let empty = RawServer {
+            command: Some("agent".into()),
+            description: Some(" ".into()),
+            ..RawServer::default()
+        };
+        assert_eq!(check_raw("a", &empty).unwrap_err().0, "description");
     }
 
     #[test]
