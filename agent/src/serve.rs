@@ -52,7 +52,7 @@ pub struct ServeArgs {
 /// The `schemas/run_task.json` document: what `tools/list` answers.
 pub async fn schema_document() -> anyhow::Result<serde_json::Value> {
     let workspaces = Workspaces::new(&[std::env::temp_dir()], Options::default())?;
-    let server = AgentServer::new(workspaces, TaskStore::open(None), None);
+    let server = AgentServer::new(workspaces, TaskStore::open(None));
     mcp_tools::schema::tools_document("run_task", server).await
 }
 
@@ -78,7 +78,7 @@ pub async fn main(options: &Options, args: ServeArgs) -> anyhow::Result<ExitCode
         }
     };
     let workspaces = Workspaces::new(&args.roots, options.clone())?;
-    let server = AgentServer::new(workspaces, TaskStore::open(default_task_dir()), None);
+    let server = AgentServer::new(workspaces, TaskStore::open(default_task_dir()));
     let served = match http {
         Some((addr, policy)) => {
             let listener = match mcp_tools::serve::bind(addr).await {
@@ -94,4 +94,15 @@ pub async fn main(options: &Options, args: ServeArgs) -> anyhow::Result<ExitCode
     };
     server.shutdown().await;
     served.map(|()| ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    #[tokio::test]
+    async fn schema_file_matches_the_code() {
+        let document = super::schema_document().await.unwrap();
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/run_task.json");
+        mcp_tools::schema::check_schema_file(&path, &document).unwrap();
+    }
 }

@@ -53,8 +53,6 @@ struct Inner {
     waiting: Mutex<HashMap<String, Waiting>>,
     /// Seals `requestState` (a key made for this process).
     codec: RequestStateCodec,
-    /// Why this server may not run tasks (the subagent depth limit).
-    refused: Option<String>,
 }
 
 /// A run in flight and what its request watches.
@@ -80,9 +78,8 @@ struct Waiting {
 }
 
 impl AgentServer {
-    /// A server for `workspaces`, keeping tasks under `tasks`; with
-    /// `refused`, every `run_task` answers that reason instead.
-    pub fn new(workspaces: Workspaces, tasks: TaskStore, refused: Option<String>) -> AgentServer {
+    /// A server for `workspaces`, keeping task handles in `tasks`.
+    pub fn new(workspaces: Workspaces, tasks: TaskStore) -> AgentServer {
         let mut key = [0u8; 32];
         sessions::fill_random(&mut key);
         let codec = RequestStateCodec::try_new(key.to_vec())
@@ -93,7 +90,6 @@ impl AgentServer {
             busy: Mutex::default(),
             waiting: Mutex::default(),
             codec,
-            refused,
         }))
     }
 
@@ -122,9 +118,6 @@ impl AgentServer {
         let arguments = params.arguments.clone().unwrap_or_default();
         let args: RunTaskArgs = serde_json::from_value(serde_json::Value::Object(arguments))
             .map_err(|e| McpError::invalid_params(format!("run_task arguments: {e}"), None))?;
-        if let Some(reason) = &self.0.refused {
-            return Ok(tool_result(&RunTaskOutput::error(reason.clone(), "")).into());
-        }
         let as_task = ctx
             .client_capabilities()
             .is_some_and(|caps| caps.supports_tasks());
@@ -175,6 +168,11 @@ impl AgentServer {
         };
         let claim = SessionClaim::take(&self.0, &session).map_err(fail)?;
         let runtime = self.0.workspaces.runtime(&workspace).await.map_err(fail)?;
+        // An agent that mounts itself stops here, max_agent_depth down.
+        let hub = &runtime.config.hub;
+        if let Some(reason) = crate::hub::depth_refusal(hub.agent_depth, hub.max_agent_depth) {
+            return Err(fail(reason));
+        }
 
         let mut rules = runtime.config.rules.clone();
         if let Some(mode) = mode {

@@ -33,6 +33,9 @@ mod model_output;
 mod permissions;
 /// A server whose tool list changes mid-run: declared at the next step, removed tools answered.
 mod refresh;
+/// `nanohermes serve` mounted by an rmcp client: run_task, progress, cancellation, sessions,
+/// tasks, approvals in both eras, HTTP, and one NanoHermes using another.
+mod serve;
 /// The stream as servers send it: line ends, cut streams, error frames,
 /// deltas without index.
 mod stream;

@@ -1,0 +1,808 @@
+//! `nanohermes serve` from outside: an rmcp client spawns the real binary
+//! (stdio, both protocol eras; and HTTP), points it at the scripted model
+//! and calls `run_task`. Progress, cancellation at the step boundary,
+//! sessions resumed after a killed server, concurrent tasks, task handles
+//! (polled, cancelled, surviving a restart), approvals answered by the
+//! host, the roots, the recursion guard, and one NanoHermes using another.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
+    ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, GetTaskParams,
+    Implementation, ProgressNotificationParam, ProtocolVersion, TaskPayload, TaskStatus,
+};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt as _, NotificationContext, RequestContext, RoleClient,
+    RunningService,
+};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ErrorData as McpError, ServiceExt as _};
+use serde_json::{Map, Value, json};
+
+use crate::support::history::{assert_history_valid, assert_requests_valid};
+use crate::support::mock_model::{MockModel, Step, call, text, tool_calls};
+
+/// A deadlock guard, not a speed claim.
+const HANG_GUARD: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Era {
+    Legacy,
+    Modern,
+}
+
+/// The host: records progress and approval questions, answers them with
+/// `answer`, and declares the tasks extension when `tasks` is set.
+#[derive(Clone)]
+struct Host {
+    progress: Arc<Mutex<Vec<(f64, String)>>>,
+    asked: Arc<Mutex<Vec<String>>>,
+    answer: ElicitationAction,
+    tasks: bool,
+}
+
+impl Host {
+    fn new() -> Host {
+        Host {
+            progress: Arc::default(),
+            asked: Arc::default(),
+            answer: ElicitationAction::Decline,
+            tasks: false,
+        }
+    }
+
+    fn progress(&self) -> Vec<(f64, String)> {
+        self.progress.lock().unwrap().clone()
+    }
+}
+
+impl ClientHandler for Host {
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, McpError> {
+        if let ElicitRequestParams::FormElicitationParams { message, .. } = &request {
+            self.asked.lock().unwrap().push(message.clone());
+        }
+        Ok(ElicitResult::new(self.answer.clone()))
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let message = params.message.clone().unwrap_or_default();
+        self.progress
+            .lock()
+            .unwrap()
+            .push((params.progress, message));
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::builder().enable_elicitation().build();
+        if self.tasks {
+            capabilities.extensions = ClientCapabilities::builder()
+                .enable_tasks()
+                .build()
+                .extensions;
+        }
+        ClientConfig::new(capabilities, Implementation::new("test-host", "1.0"))
+    }
+}
+
+/// A workspace, a NANOHERMES_HOME and the scripted model, for one test.
+struct Setup {
+    root: tempfile::TempDir,
+    home: tempfile::TempDir,
+    mock: MockModel,
+}
+
+impl Setup {
+    async fn new(script: Vec<Step>) -> Setup {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("a.txt"), "alpha\n").unwrap();
+        Setup {
+            root,
+            home: tempfile::tempdir().unwrap(),
+            mock: MockModel::start_strict(script).await,
+        }
+    }
+
+    fn root(&self) -> PathBuf {
+        self.root.path().canonicalize().unwrap()
+    }
+
+    /// `nanohermes serve --root ROOT` with the model environment.
+    fn command(&self, mode: &str, extra: &[(&str, &str)]) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"));
+        command
+            .arg("serve")
+            .arg("--root")
+            .arg(self.root.path())
+            .env("NANOHERMES_HOME", self.home.path())
+            .env("OPENAI_BASE_URL", self.mock.base_url())
+            .env("NANOHERMES_MODEL", "served-model")
+            .env("NANOHERMES_MODE", mode)
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("NANOHERMES_AGENT_DEPTH")
+            .env_remove("NANOHERMES_LOG")
+            .kill_on_drop(true);
+        command.envs(extra.iter().copied());
+        command
+    }
+
+    /// Starts the server and connects `host` in `era`; also returns the
+    /// server's pid.
+    async fn connect(
+        &self,
+        era: Era,
+        host: Host,
+        mode: &str,
+    ) -> (RunningService<RoleClient, Host>, u32) {
+        let transport = TokioChildProcess::new(self.command(mode, &[])).unwrap();
+        let pid = transport.id().unwrap();
+        let client = match era {
+            Era::Legacy => host.serve(transport).await.unwrap(),
+            Era::Modern => host
+                .serve_with_lifecycle(
+                    transport,
+                    ClientLifecycleMode::Discover {
+                        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                    },
+                )
+                .await
+                .unwrap(),
+        };
+        (client, pid)
+    }
+
+    fn session_file(&self, id: &str) -> PathBuf {
+        self.root
+            .path()
+            .join(".nanohermes/sessions")
+            .join(format!("{id}.json"))
+    }
+
+    /// The history a session file holds.
+    fn session_messages(&self, id: &str) -> Vec<Value> {
+        let bytes = std::fs::read(self.session_file(id)).unwrap();
+        let file: Value = serde_json::from_slice(&bytes).unwrap();
+        file["messages"].as_array().unwrap().clone()
+    }
+}
+
+/// A session's history (no system message) against the history invariant.
+fn assert_session_valid(history: &[Value]) {
+    let mut messages = vec![json!({"role": "system", "content": "s"})];
+    messages.extend_from_slice(history);
+    assert_history_valid(&messages);
+}
+
+fn run_task(arguments: Value) -> CallToolRequestParams {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments must be an object")
+    };
+    CallToolRequestParams::new("run_task").with_arguments(arguments)
+}
+
+/// The structured output of a `run_task` result.
+fn output(result: &CallToolResult) -> Map<String, Value> {
+    result
+        .structured_content
+        .as_ref()
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_else(|| panic!("no structuredContent in {result:?}"))
+}
+
+fn text_of(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
+async fn ask(
+    client: &RunningService<RoleClient, Host>,
+    params: CallToolRequestParams,
+) -> CallToolResult {
+    tokio::time::timeout(HANG_GUARD, client.call_tool(params))
+        .await
+        .expect("run_task answered")
+        .expect("run_task succeeded")
+}
+
+/// Waits until `condition` holds (checked every 20 ms), or panics after
+/// the hang guard.
+async fn until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + HANG_GUARD;
+    while !condition() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn kill(pid: u32) {
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+}
+
+#[tokio::test]
+async fn run_task_reports_each_step_as_progress_and_returns_its_structured_output_in_both_eras() {
+    for era in [Era::Legacy, Era::Modern] {
+        let setup = Setup::new(vec![
+            tool_calls(&[call("c1", "read_file", json!({"path": "a.txt"}))]).into(),
+            tool_calls(&[call("c2", "grep", json!({"pattern": "alpha"}))]).into(),
+            text(&["all ", "done"]).into(),
+        ])
+        .await;
+        let host = Host::new();
+        let (client, _) = setup.connect(era, host.clone(), "goal").await;
+
+        let tools = client.list_all_tools().await.unwrap();
+        assert_eq!(tools.len(), 1, "{era:?}");
+        let tool = &tools[0];
+        assert_eq!(tool.name, "run_task");
+        let annotations = tool.annotations.clone().unwrap();
+        assert_eq!(
+            (annotations.destructive_hint, annotations.open_world_hint),
+            (Some(true), Some(true))
+        );
+        assert!(tool.output_schema.is_some());
+
+        let result = ask(&client, run_task(json!({"task": "read a.txt"}))).await;
+        assert_eq!(result.is_error, Some(false), "{era:?}: {result:?}");
+        assert_eq!(text_of(&result), "all done");
+        let out = output(&result);
+        assert_eq!(out["status"], "completed");
+        assert_eq!(out["final_text"], "all done");
+        assert_eq!(
+            (out["iterations"].as_u64(), out["tool_calls"].as_u64()),
+            (Some(3), Some(2))
+        );
+        assert_eq!(out["usage"]["requests"], 3);
+        let session = out["session_id"].as_str().unwrap().to_owned();
+
+        until("three progress notes", || host.progress().len() == 3).await;
+        let progress = host.progress();
+        assert!(progress.windows(2).all(|w| w[0].0 < w[1].0), "{progress:?}");
+        assert_eq!(progress[0].1, "step 1: read_file a.txt");
+        assert_eq!(progress[1].1, "step 2: grep alpha");
+        assert_eq!(progress[2].1, "step 3: answering");
+
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(setup.session_file(&session))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let history = setup.session_messages(&session);
+        assert_eq!(history.len(), 6, "user, 2 × (assistant, tool), assistant");
+        assert_requests_valid(&setup.mock.requests());
+        assert_eq!(setup.mock.requests()[0].body["model"], "served-model");
+        let _ = client.cancel().await;
+    }
+}
+
+#[tokio::test]
+async fn a_cancelled_run_stops_at_the_step_boundary_and_its_session_continues_after_a_restart() {
+    let setup = Setup::new(vec![
+        tool_calls(&[call(
+            "c1",
+            "run_command",
+            json!({"command": "sleep 1; echo slept"}),
+        )])
+        .into(),
+        text(&["resumed"]).into(),
+    ])
+    .await;
+    let host = Host::new();
+    let (client, pid) = setup.connect(Era::Legacy, host.clone(), "goal").await;
+
+    // Dropping the call sends notifications/cancelled once step 1 runs.
+    let started = client.call_tool_once(run_task(json!({"task": "first task"})));
+    tokio::select! {
+        answer = started => panic!("the run was to be cancelled, it answered {answer:?}"),
+        () = until("step 1", || !host.progress().is_empty()) => {}
+    }
+    let session_dir = setup.root.path().join(".nanohermes/sessions");
+    let session_of = || -> Option<String> {
+        let entry = std::fs::read_dir(&session_dir).ok()?.flatten().next()?;
+        Some(entry.path().file_stem()?.to_string_lossy().into_owned())
+    };
+    until("a session file", || session_of().is_some()).await;
+    let session = session_of().unwrap();
+    // The command finishes (nothing is cut mid-step) and its result is the
+    // last message written; then the loop stops without asking again.
+    until("the command's result in the session", || {
+        setup.session_messages(&session).last().is_some_and(|m| {
+            m["role"] == "tool" && m["content"].as_str().unwrap_or("").contains("slept")
+        })
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        setup.mock.requests().len(),
+        1,
+        "no request after the interrupt"
+    );
+    let history = setup.session_messages(&session);
+    assert_session_valid(&history);
+
+    kill(pid);
+    drop(client);
+    let (client, _) = setup.connect(Era::Legacy, Host::new(), "goal").await;
+    let result = ask(
+        &client,
+        run_task(json!({"task": "go on", "session_id": session})),
+    )
+    .await;
+    let out = output(&result);
+    assert_eq!(
+        (out["status"].as_str(), out["final_text"].as_str()),
+        (Some("completed"), Some("resumed"))
+    );
+    assert_eq!(out["session_id"], session.as_str());
+    let requests = setup.mock.requests();
+    assert_eq!(requests.len(), 2);
+    let messages = requests[1].messages();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool", "user"]);
+    assert_eq!(messages[1]["content"], "first task");
+    assert_eq!(messages[4]["content"], "go on");
+    assert_requests_valid(&requests);
+    let _ = client.cancel().await;
+}
+
+#[tokio::test]
+async fn two_concurrent_tasks_keep_their_own_histories_and_sessions() {
+    let setup = Setup::new(vec![
+        tool_calls(&[call("c1", "read_file", json!({"path": "a.txt"}))]).into(),
+        tool_calls(&[call("c1", "read_file", json!({"path": "a.txt"}))]).into(),
+        text(&["done"]).into(),
+        text(&["done"]).into(),
+    ])
+    .await;
+    let (client, _) = setup.connect(Era::Modern, Host::new(), "goal").await;
+    let (a, b) = tokio::join!(
+        ask(&client, run_task(json!({"task": "task A"}))),
+        ask(&client, run_task(json!({"task": "task B"}))),
+    );
+    let (a, b) = (output(&a), output(&b));
+    assert_eq!(
+        (a["status"].as_str(), b["status"].as_str()),
+        (Some("completed"), Some("completed"))
+    );
+    assert_ne!(a["session_id"], b["session_id"]);
+    for (out, task) in [(&a, "task A"), (&b, "task B")] {
+        let history = setup.session_messages(out["session_id"].as_str().unwrap());
+        let users: Vec<&Value> = history.iter().filter(|m| m["role"] == "user").collect();
+        assert_eq!(users.len(), 1);
+        assert_eq!(users[0]["content"], task);
+        assert_session_valid(&history);
+    }
+    for request in setup.mock.requests() {
+        let users = request
+            .messages()
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .count();
+        assert_eq!(
+            users,
+            1,
+            "a request mixed two tasks: {:?}",
+            request.messages()
+        );
+    }
+    assert_requests_valid(&setup.mock.requests());
+    let _ = client.cancel().await;
+}
+
+/// Polls `tasks/get` until the task ends.
+async fn poll(client: &RunningService<RoleClient, Host>, id: &str) -> rmcp::model::DetailedTask {
+    let deadline = tokio::time::Instant::now() + HANG_GUARD;
+    loop {
+        let task = client.get_task(GetTaskParams::new(id)).await.unwrap().task;
+        if task.status().is_terminal() {
+            return task;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "task {id} never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Starts `run_task` as a task and returns its handle.
+async fn start_task(client: &RunningService<RoleClient, Host>, arguments: Value) -> String {
+    match client.call_tool_once(run_task(arguments)).await.unwrap() {
+        CallToolResponse::Task(created) => {
+            assert_eq!(created.task.status, TaskStatus::Working);
+            assert!(created.task.poll_interval_ms.is_some());
+            created.task.task_id
+        }
+        other => panic!("expected a task handle, got {other:?}"),
+    }
+}
+
+fn completed_output(task: &rmcp::model::DetailedTask) -> Map<String, Value> {
+    match &task.payload {
+        TaskPayload::Completed { result } => result["structuredContent"]
+            .as_object()
+            .cloned()
+            .unwrap_or_else(|| panic!("no structuredContent in {result:?}")),
+        other => panic!("expected a completed task, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_task_handle_is_polled_to_completion_and_another_is_cancelled() {
+    let setup = Setup::new(vec![
+        tool_calls(&[call("c1", "read_file", json!({"path": "a.txt"}))]).into(),
+        text(&["task done"]).into(),
+        tool_calls(&[call("c2", "run_command", json!({"command": "sleep 1"}))]).into(),
+    ])
+    .await;
+    let host = Host {
+        tasks: true,
+        ..Host::new()
+    };
+    let (client, _) = setup.connect(Era::Modern, host, "goal").await;
+
+    let id = start_task(&client, json!({"task": "read it"})).await;
+    let task = poll(&client, &id).await;
+    assert_eq!(task.status(), TaskStatus::Completed);
+    let out = completed_output(&task);
+    assert_eq!(
+        (out["status"].as_str(), out["final_text"].as_str()),
+        (Some("completed"), Some("task done"))
+    );
+
+    let id = start_task(&client, json!({"task": "sleep"})).await;
+    until("the sleep to start", || setup.mock.requests().len() == 3).await;
+    client
+        .cancel_task(CancelTaskParams::new(&id))
+        .await
+        .unwrap();
+    let task = poll(&client, &id).await;
+    assert_eq!(task.status(), TaskStatus::Cancelled);
+    // Stopped at the boundary: the command's result is in the session and
+    // the model was not asked again.
+    let err = client
+        .cancel_task(CancelTaskParams::new(&id))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("already ended"), "{err}");
+    assert_eq!(setup.mock.requests().len(), 3);
+    assert_requests_valid(&setup.mock.requests());
+    let _ = client.cancel().await;
+}
+
+#[tokio::test]
+async fn a_task_handle_outlives_a_killed_server_and_says_how_to_continue() {
+    let setup = Setup::new(vec![
+        tool_calls(&[call("c1", "run_command", json!({"command": "sleep 30"}))]).into(),
+    ])
+    .await;
+    let host = Host {
+        tasks: true,
+        ..Host::new()
+    };
+    let (client, pid) = setup.connect(Era::Modern, host.clone(), "goal").await;
+    let id = start_task(&client, json!({"task": "long"})).await;
+    until("the command to start", || setup.mock.requests().len() == 1).await;
+    kill(pid);
+    drop(client);
+
+    let (client, _) = setup.connect(Era::Modern, host, "goal").await;
+    let task = poll(&client, &id).await;
+    let out = completed_output(&task);
+    assert_eq!(out["status"], "interrupted");
+    let session = out["session_id"].as_str().unwrap();
+    assert!(out["final_text"].as_str().unwrap().contains(session));
+    assert!(setup.session_file(session).exists());
+    let err = client
+        .get_task(GetTaskParams::new("no-such-task"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("no task"), "{err}");
+    let _ = client.cancel().await;
+}
+
+#[tokio::test]
+async fn an_approval_is_asked_of_the_host_in_each_era_and_its_answer_is_honoured() {
+    for era in [Era::Legacy, Era::Modern] {
+        for answer in [ElicitationAction::Accept, ElicitationAction::Decline] {
+            let setup = Setup::new(vec![
+                tool_calls(&[call(
+                    "c1",
+                    "run_command",
+                    json!({"command": "echo approved-ran"}),
+                )])
+                .into(),
+                text(&["finished"]).into(),
+            ])
+            .await;
+            let host = Host {
+                answer: answer.clone(),
+                ..Host::new()
+            };
+            let (client, _) = setup.connect(era, host.clone(), "default").await;
+            let result = ask(&client, run_task(json!({"task": "run it"}))).await;
+            assert_eq!(output(&result)["status"], "completed", "{era:?} {answer:?}");
+            let asked = host.asked.lock().unwrap().clone();
+            assert_eq!(asked.len(), 1, "{era:?} {answer:?}: {asked:?}");
+            assert!(asked[0].contains("run_command"), "{}", asked[0]);
+            let requests = setup.mock.requests();
+            let tool_result = requests[1].messages().last().unwrap()["content"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            if answer == ElicitationAction::Accept {
+                assert!(
+                    tool_result.contains("approved-ran"),
+                    "{era:?}: {tool_result}"
+                );
+            } else {
+                assert_eq!(
+                    tool_result,
+                    "Command denied by the user. Do not retry it; ask what to do instead."
+                );
+            }
+            assert_requests_valid(&requests);
+            let _ = client.cancel().await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_forged_request_state_is_refused() {
+    let setup = Setup::new(vec![]).await;
+    let (client, _) = setup.connect(Era::Modern, Host::new(), "goal").await;
+    let mut params = run_task(json!({"task": "x"}));
+    params.request_state = Some("rs2.forged.state".into());
+    let err = client.call_tool_once(params).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("requestState is not one this server issued"),
+        "{err}"
+    );
+    assert!(setup.mock.requests().is_empty());
+    let _ = client.cancel().await;
+}
+
+#[tokio::test]
+async fn workspaces_outside_the_roots_bad_sessions_and_bad_modes_are_refused() {
+    let setup = Setup::new(vec![]).await;
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), setup.root.path().join("link-out")).unwrap();
+    let (client, _) = setup.connect(Era::Legacy, Host::new(), "goal").await;
+    let cases = [
+        (
+            json!({"task": "x", "workspace": outside.path()}),
+            "is outside the directories",
+        ),
+        (
+            json!({"task": "x", "workspace": "link-out"}),
+            "is outside the directories",
+        ),
+        (
+            json!({"task": "x", "workspace": "../"}),
+            "is outside the directories",
+        ),
+        (
+            json!({"task": "x", "session_id": "../../etc/passwd"}),
+            "is not a session id",
+        ),
+        (
+            json!({"task": "x", "session_id": "0123-abcd"}),
+            "no session 0123-abcd",
+        ),
+        (
+            json!({"task": "x", "mode": "yolo"}),
+            "mode \"yolo\" is not one of",
+        ),
+    ];
+    for (arguments, expected) in cases {
+        let result = ask(&client, run_task(arguments.clone())).await;
+        assert_eq!(result.is_error, Some(true), "{arguments}");
+        let out = output(&result);
+        assert_eq!(out["status"], "error");
+        assert!(
+            out["final_text"].as_str().unwrap().contains(expected),
+            "{arguments}: {out:?}"
+        );
+    }
+    let err = client
+        .call_tool(run_task(json!({"job": "x"})))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("run_task arguments"), "{err}");
+    // A workspace inside the root is fine (and needs no model to refuse
+    // nothing: the script is empty, so the model request fails).
+    std::fs::create_dir(setup.root.path().join("sub")).unwrap();
+    let result = ask(&client, run_task(json!({"task": "x", "workspace": "sub"}))).await;
+    let out = output(&result);
+    assert_eq!(out["status"], "error");
+    assert!(
+        out["final_text"]
+            .as_str()
+            .unwrap()
+            .starts_with("the model request failed"),
+        "{out:?}"
+    );
+    assert!(setup.root().join("sub/.nanohermes/sessions").is_dir());
+    let _ = client.cancel().await;
+}
+
+#[tokio::test]
+async fn a_server_beyond_the_depth_limit_takes_no_task() {
+    let setup = Setup::new(vec![]).await;
+    let transport =
+        TokioChildProcess::new(setup.command("goal", &[("NANOHERMES_AGENT_DEPTH", "4")])).unwrap();
+    let client = Host::new().serve(transport).await.unwrap();
+    let result = ask(&client, run_task(json!({"task": "x"}))).await;
+    let out = output(&result);
+    assert_eq!(out["status"], "error");
+    assert!(
+        out["final_text"]
+            .as_str()
+            .unwrap()
+            .contains("max_agent_depth = 3"),
+        "{out:?}"
+    );
+    assert!(setup.mock.requests().is_empty());
+    let _ = client.cancel().await;
+}
+
+/// Starts `serve --http 127.0.0.1:0` and reads the address it printed.
+async fn serve_http(setup: &Setup) -> (tokio::process::Child, String) {
+    use tokio::io::AsyncBufReadExt as _;
+    let mut command = setup.command("goal", &[]);
+    command
+        .args(["--http", "127.0.0.1:0"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    let line = tokio::time::timeout(HANG_GUARD, lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let url = line
+        .split("serving MCP at ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned();
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url)
+}
+
+#[tokio::test]
+async fn over_http_forged_hosts_are_refused_and_run_task_works() {
+    use rmcp::transport::StreamableHttpClientTransport;
+    let setup = Setup::new(vec![text(&["over http"]).into()]).await;
+    let (_child, url) = serve_http(&setup).await;
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+
+    let http = reqwest::Client::new();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let forged = http
+        .post(&url)
+        .header("Host", "evil.example")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 403);
+    let foreign = http
+        .post(&url)
+        .header("Origin", "https://evil.example")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), 403);
+
+    let host = Host::new();
+    let client = host
+        .clone()
+        .serve(StreamableHttpClientTransport::from_uri(url.as_str()))
+        .await
+        .unwrap();
+    let result = ask(&client, run_task(json!({"task": "hello"}))).await;
+    assert_eq!(output(&result)["final_text"], "over http");
+    until("progress over http", || !host.progress().is_empty()).await;
+    let _ = client.cancel().await;
+}
+
+#[tokio::test]
+async fn one_nanohermes_hands_a_task_to_another_through_serve() {
+    let root = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    // The parent asks its subagent; the subagent (the same scripted model)
+    // answers; the parent reports.
+    let mock = MockModel::start_strict(vec![
+        tool_calls(&[call(
+            "p1",
+            "helper__run_task",
+            json!({"task": "count the files"}),
+        )])
+        .into(),
+        text(&["the helper counted one file"]).into(),
+        text(&["parent done"]).into(),
+    ])
+    .await;
+    let config = format!(
+        "[mcp_servers.helper]\ncommand = {:?}\nargs = [\"serve\", \"--root\", {:?}]\ndescription = \"counts files\"\nenv_vars = [\"OPENAI_BASE_URL\", \"NANOHERMES_HOME\", \"NANOHERMES_MODE\"]\ntool_timeout_sec = 60\n",
+        env!("CARGO_BIN_EXE_nanohermes"),
+        root.path().display().to_string(),
+    );
+    std::fs::write(home.path().join("config.toml"), config).unwrap();
+    let output = tokio::time::timeout(
+        HANG_GUARD,
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"))
+            .arg("--workspace")
+            .arg(root.path())
+            .args(["run", "delegate the count"])
+            .env("NANOHERMES_HOME", home.path())
+            .env("OPENAI_BASE_URL", mock.base_url())
+            .env("NANOHERMES_MODE", "goal")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("NANOHERMES_AGENT_DEPTH")
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        "parent done"
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3, "{stderr}");
+    // The child's conversation is its own: one user message, the task.
+    assert_eq!(requests[1].messages()[1]["content"], "count the files");
+    assert_eq!(requests[1].messages().len(), 2);
+    // The parent received the child's answer as the tool result.
+    let parent_tool = requests[2].messages().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        parent_tool.contains("the helper counted one file"),
+        "{parent_tool}"
+    );
+    let names: Vec<&str> = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"helper__run_task") && names.contains(&"agent_list"),
+        "{names:?}"
+    );
+    assert_requests_valid(&requests);
+}
