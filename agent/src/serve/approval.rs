@@ -9,7 +9,8 @@
 //!   server-to-client requests: the run waits while `run_task` answers
 //!   with an elicitation in `inputRequests` and a sealed `requestState`;
 //!   the host's retry carries the answer in, and the run goes on
-//!   ([`super::handler`]).
+//!   ([`super::handler`]). A task shows the same question as its
+//!   `input_required` status, answered with `tasks/update`.
 //! - Anyone else: nobody can answer, so the call is denied with
 //!   [`crate::policy::approval::DENIED`].
 
@@ -137,19 +138,16 @@ pub enum HostAnswers {
     Never,
 }
 
-/// What the host of `ctx` can do: 2026-07-28 → input-required (only for
-/// a blocking call: a task has no result to carry the question), a
-/// legacy client that declared form elicitation → elicitation.
-pub fn host_answers(ctx: &RequestContext<RoleServer>, as_task: bool) -> HostAnswers {
+/// What the host of `ctx` can do: 2026-07-28 → input-required (in the
+/// result of a blocking call, or as a task's `input_required` status
+/// answered by `tasks/update`), a legacy client that declared form
+/// elicitation → elicitation.
+pub fn host_answers(ctx: &RequestContext<RoleServer>) -> HostAnswers {
     let modern = ctx
         .protocol_version()
         .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
     if modern {
-        if as_task {
-            HostAnswers::Never
-        } else {
-            HostAnswers::InputRequired
-        }
+        HostAnswers::InputRequired
     } else if ctx
         .peer
         .supported_elicitation_modes()

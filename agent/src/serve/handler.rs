@@ -15,7 +15,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
     CreateTaskResult, ElicitRequest, GetTaskParams, GetTaskResult, Implementation, InputRequest,
     InputRequests, InputRequiredResult, ListToolsResult, PaginatedRequestParams, RequestStateCodec,
-    SealOptions, ServerCapabilities, ServerConfig,
+    SealOptions, ServerCapabilities, ServerConfig, UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
@@ -121,7 +121,7 @@ impl AgentServer {
         let as_task = ctx
             .client_capabilities()
             .is_some_and(|caps| caps.supports_tasks());
-        let how = approval::host_answers(&ctx, as_task);
+        let how = approval::host_answers(&ctx);
         let started = match self.start(args, &how, &ctx).await {
             Ok(started) => started,
             Err(output) => return Ok(tool_result(&output).into()),
@@ -262,7 +262,7 @@ impl AgentServer {
     /// Answers with a task handle; the result is recorded when the run ends.
     fn as_task(&self, started: Started) -> CreateTaskResult {
         let Started {
-            run,
+            mut run,
             session,
             last_step,
         } = started;
@@ -271,6 +271,18 @@ impl AgentServer {
             .tasks
             .create(&session, run.interrupt.clone(), last_step);
         let id = task.task_id.clone();
+        // A question becomes the task's input_required status, answered
+        // by tasks/update.
+        if let Some(mut questions) = run.questions.take() {
+            let (inner, id) = (self.0.clone(), id.clone());
+            tokio::spawn(async move {
+                while let Some(question) = questions.recv().await {
+                    inner
+                        .tasks
+                        .ask(&id, approval_request(&question.text), question.answer);
+                }
+            });
+        }
         let inner = self.0.clone();
         tokio::spawn(async move {
             let output = match run.join.await {
@@ -327,11 +339,7 @@ impl AgentServer {
                 answer: question.answer,
             },
         );
-        let mut requests = InputRequests::new();
-        requests.insert(
-            APPROVAL_KEY.to_owned(),
-            InputRequest::Elicitation(ElicitRequest::new(approval::request(&question.text))),
-        );
+        let requests = approval_request(&question.text);
         Ok(InputRequiredResult::new(Some(requests), Some(state)).into())
     }
 
@@ -379,6 +387,16 @@ impl AgentServer {
             (opened == key.as_bytes()).then(|| key.clone())
         })
     }
+}
+
+/// The input requests of one approval question.
+fn approval_request(question: &str) -> InputRequests {
+    let mut requests = InputRequests::new();
+    requests.insert(
+        APPROVAL_KEY.to_owned(),
+        InputRequest::Elicitation(ElicitRequest::new(approval::request(question))),
+    );
+    requests
 }
 
 /// What a sealed state is bound to: the question's key and the client.
@@ -488,6 +506,17 @@ impl ServerHandler for AgentServer {
             .get(&request.task_id)
             .map(GetTaskResult::new)
             .ok_or_else(|| McpError::invalid_params(format!("no task {}", request.task_id), None))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.0
+            .tasks
+            .answer(&request.task_id, APPROVAL_KEY, &request.input_responses)
+            .map_err(|e| McpError::invalid_params(e, None))
     }
 
     async fn cancel_task(

@@ -14,11 +14,16 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rmcp::model::{CallToolResult, DetailedTask, JsonObject, Task, TaskPayload, TaskStatus};
+use rmcp::model::{
+    CallToolResult, DetailedTask, InputRequests, InputResponses, JsonObject, Task, TaskPayload,
+    TaskStatus,
+};
 use serde::{Deserialize, Serialize};
+use tokio::sync::oneshot;
 
 use super::run_task::{RunStatus, RunTaskOutput};
 use crate::interrupt::Interrupt;
+use crate::policy::approval::Answer;
 
 /// How often a host should poll `tasks/get`.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(500);
@@ -48,6 +53,14 @@ struct Live {
     interrupt: Interrupt,
     last_step: Arc<Mutex<String>>,
     cancelled: bool,
+    /// The question the run waits on (status `input_required`).
+    question: Option<Pending>,
+}
+
+/// An approval a task waits on until `tasks/update` answers it.
+struct Pending {
+    requests: InputRequests,
+    answer: oneshot::Sender<Answer>,
 }
 
 /// Every task of this `$NANOHERMES_HOME`.
@@ -139,6 +152,7 @@ impl TaskStore {
                 interrupt,
                 last_step,
                 cancelled: false,
+                question: None,
             },
         );
         self.records().insert(record.task_id.clone(), record);
@@ -178,6 +192,19 @@ impl TaskStore {
                     .clone()
             }
         });
+        let waiting = self
+            .live()
+            .get(id)
+            .and_then(|live| live.question.as_ref())
+            .filter(|q| !q.answer.is_closed())
+            .map(|q| q.requests.clone());
+        if let Some(input_requests) = waiting {
+            let task = task_of(&record, Some("waiting for approval".to_owned()));
+            return Some(DetailedTask::new(
+                task,
+                TaskPayload::InputRequired { input_requests },
+            ));
+        }
         let payload = match (&record.status, &record.result) {
             (TaskStatus::Completed, Some(result)) => TaskPayload::Completed {
                 result: result.clone(),
@@ -186,6 +213,40 @@ impl TaskStore {
             _ => TaskPayload::Working,
         };
         Some(DetailedTask::new(task_of(&record, message), payload))
+    }
+
+    /// Task `id` waits for the answer to `requests` (status
+    /// `input_required` until [`TaskStore::answer`]).
+    pub fn ask(&self, id: &str, requests: InputRequests, answer: oneshot::Sender<Answer>) {
+        if let Some(live) = self.live().get_mut(id) {
+            live.question = Some(Pending { requests, answer });
+        }
+    }
+
+    /// `tasks/update`: the host's `responses` to the question task `id`
+    /// waits on; the answer is read from the response named `key`.
+    pub fn answer(&self, id: &str, key: &str, responses: &InputResponses) -> Result<(), String> {
+        let mut live = self.live();
+        let Some(task) = live.get_mut(id) else {
+            return Err(format!("task {id} is not running"));
+        };
+        let Some(pending) = task.question.take() else {
+            return Err(format!("task {id} is not waiting for input"));
+        };
+        let Some(response) = responses.get(key) else {
+            let keys = pending
+                .requests
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ");
+            task.question = Some(pending);
+            return Err(format!("task {id} waits for the input request(s) {keys}"));
+        };
+        let _ = pending
+            .answer
+            .send(super::approval::answer_of_value(response));
+        Ok(())
     }
 
     /// Asks task `id` to stop at its next step boundary. `Err` when there

@@ -806,3 +806,216 @@ async fn one_nanohermes_hands_a_task_to_another_through_serve() {
     );
     assert_requests_valid(&requests);
 }
+
+#[tokio::test]
+async fn a_task_waiting_for_approval_shows_input_required_and_tasks_update_answers_it() {
+    let setup = Setup::new(vec![
+        tool_calls(&[call(
+            "c1",
+            "run_command",
+            json!({"command": "echo task-approved"}),
+        )])
+        .into(),
+        text(&["finished"]).into(),
+    ])
+    .await;
+    let host = Host {
+        tasks: true,
+        ..Host::new()
+    };
+    let (client, _) = setup.connect(Era::Modern, host, "default").await;
+    let id = start_task(&client, json!({"task": "run it"})).await;
+    let deadline = tokio::time::Instant::now() + HANG_GUARD;
+    let requests = loop {
+        let task = client.get_task(GetTaskParams::new(&id)).await.unwrap().task;
+        if let TaskPayload::InputRequired { input_requests } = &task.payload {
+            assert_eq!(task.status(), TaskStatus::InputRequired);
+            break input_requests.clone();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline && !task.status().is_terminal(),
+            "never asked: {task:?} {:?}",
+            setup
+                .mock
+                .requests()
+                .last()
+                .map(|r| r.messages().last().cloned())
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let question = serde_json::to_value(&requests["approval"]).unwrap();
+    assert_eq!(question["method"], "elicitation/create");
+    assert!(
+        question["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("run_command")
+    );
+
+    let wrong = [("other".to_owned(), json!({"action": "accept"}))].into();
+    let err = client
+        .update_task(rmcp::model::UpdateTaskParams::new(&id, wrong))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("waits for the input request(s) approval"),
+        "{err}"
+    );
+    let answer = [("approval".to_owned(), json!({"action": "accept"}))].into();
+    client
+        .update_task(rmcp::model::UpdateTaskParams::new(&id, answer))
+        .await
+        .unwrap();
+    let out = completed_output(&poll(&client, &id).await);
+    assert_eq!(out["final_text"], "finished");
+    let requests = setup.mock.requests();
+    let result = requests[1].messages().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(result.contains("task-approved"), "{result}");
+    assert_requests_valid(&requests);
+    let _ = client.cancel().await;
+}
+
+#[tokio::test]
+async fn over_http_a_closed_response_stream_interrupts_the_run_at_the_step_boundary() {
+    use futures::StreamExt as _;
+    let setup = Setup::new(vec![
+        tool_calls(&[call(
+            "c1",
+            "run_command",
+            json!({"command": "sleep 1; echo slept"}),
+        )])
+        .into(),
+        text(&["never asked"]).into(),
+    ])
+    .await;
+    let (_child, url) = serve_http(&setup).await;
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {
+            "name": "run_task",
+            "arguments": {"task": "sleep over http"},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+                "progressToken": "p1"
+            }
+        }
+    });
+    let response = reqwest::Client::new()
+        .post(&url)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", "run_task")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut stream = response.bytes_stream();
+    let mut seen = String::new();
+    while !seen.contains("notifications/progress") {
+        let chunk = tokio::time::timeout(HANG_GUARD, stream.next())
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("stream ended: {seen}"))
+            .unwrap();
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(
+        seen.contains("step 1: run_command sleep 1; echo slept"),
+        "{seen}"
+    );
+    drop(stream);
+
+    let session_dir = setup.root.path().join(".nanohermes/sessions");
+    let session = std::fs::read_dir(&session_dir)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let session = session.file_stem().unwrap().to_string_lossy().into_owned();
+    until("the command's result in the session", || {
+        setup
+            .session_messages(&session)
+            .last()
+            .is_some_and(|m| m["role"] == "tool")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        setup.mock.requests().len(),
+        1,
+        "no request after the stream closed"
+    );
+    assert_session_valid(&setup.session_messages(&session));
+}
+
+#[tokio::test]
+async fn an_agent_that_mounts_itself_stops_at_max_agent_depth() {
+    let root = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let down = |id: &str| -> Step {
+        tool_calls(&[call(id, "self__run_task", json!({"task": "go deeper"}))]).into()
+    };
+    // Depths 0, 1 and 2 each hand the task down; depth 3 has no subagent
+    // to hand it to and answers; then each level answers in turn.
+    let mock = MockModel::start_strict(vec![
+        down("d0"),
+        down("d1"),
+        down("d2"),
+        text(&["bottom"]).into(),
+        text(&["2 done"]).into(),
+        text(&["1 done"]).into(),
+        text(&["top done"]).into(),
+    ])
+    .await;
+    let config = format!(
+        "[mcp_servers.self]\ncommand = {:?}\nargs = [\"serve\", \"--root\", {:?}]\nenv_vars = [\"OPENAI_BASE_URL\", \"NANOHERMES_HOME\", \"NANOHERMES_MODE\"]\n",
+        env!("CARGO_BIN_EXE_nanohermes"),
+        root.path().display().to_string(),
+    );
+    std::fs::write(home.path().join("config.toml"), config).unwrap();
+    let output = tokio::time::timeout(
+        HANG_GUARD,
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"))
+            .arg("--workspace")
+            .arg(root.path())
+            .args(["run", "recurse"])
+            .env("NANOHERMES_HOME", home.path())
+            .env("OPENAI_BASE_URL", mock.base_url())
+            .env("NANOHERMES_MODE", "goal")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("NANOHERMES_AGENT_DEPTH")
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "top done");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 7, "{stderr}");
+    let offers_self = |r: &crate::support::mock_model::Recorded| {
+        r.body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["function"]["name"] == "self__run_task")
+    };
+    assert!(requests[..3].iter().all(offers_self));
+    assert!(
+        !offers_self(&requests[3]),
+        "depth 3 must not mount itself again"
+    );
+    assert_requests_valid(&requests);
+}
