@@ -128,7 +128,8 @@ impl AsyncPrompter for InputRequired {
     }
 }
 
-/// How the host of a request can answer.
+/// How the host of a request can answer (`InputRequired` exactly when the
+/// request is of the 2026-07-28 era).
 pub enum HostAnswers {
     /// Through `elicitation/create` on this peer.
     Elicitation,

@@ -118,10 +118,15 @@ impl AgentServer {
         let arguments = params.arguments.clone().unwrap_or_default();
         let args: RunTaskArgs = serde_json::from_value(serde_json::Value::Object(arguments))
             .map_err(|e| McpError::invalid_params(format!("run_task arguments: {e}"), None))?;
-        let as_task = ctx
-            .client_capabilities()
-            .is_some_and(|caps| caps.supports_tasks());
+        // A task handle only for 2026-07-28 requests that declare the
+        // extension (SEP-2663 came with that revision): hosts on
+        // 2025-11-25 that declare it anyway, as the MCP Inspector CLI does,
+        // expect a result, not a handle.
         let how = approval::host_answers(&ctx);
+        let as_task = matches!(how, HostAnswers::InputRequired)
+            && ctx
+                .client_capabilities()
+                .is_some_and(|caps| caps.supports_tasks());
         let started = match self.start(args, &how, &ctx).await {
             Ok(started) => started,
             Err(output) => return Ok(tool_result(&output).into()),

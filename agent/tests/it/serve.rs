@@ -455,6 +455,7 @@ async fn a_task_handle_is_polled_to_completion_and_another_is_cancelled() {
     let setup = Setup::new(vec![
         tool_calls(&[call("c1", "read_file", json!({"path": "a.txt"}))]).into(),
         text(&["task done"]).into(),
+        text(&["legacy done"]).into(),
         tool_calls(&[call("c2", "run_command", json!({"command": "sleep 1"}))]).into(),
     ])
     .await;
@@ -473,8 +474,27 @@ async fn a_task_handle_is_polled_to_completion_and_another_is_cancelled() {
         (Some("completed"), Some("task done"))
     );
 
+    // A 2025-11-25 host that declares the extension anyway (as the MCP
+    // Inspector CLI does) gets the result, not a handle.
+    let legacy = Host {
+        tasks: true,
+        ..Host::new()
+    };
+    let (legacy, _) = setup.connect(Era::Legacy, legacy, "goal").await;
+    match legacy
+        .call_tool_once(run_task(json!({"task": "blocking"})))
+        .await
+        .unwrap()
+    {
+        CallToolResponse::Complete(result) => {
+            assert_eq!(output(&result)["final_text"], "legacy done")
+        }
+        other => panic!("a legacy host got {other:?}"),
+    }
+    let _ = legacy.cancel().await;
+
     let id = start_task(&client, json!({"task": "sleep"})).await;
-    until("the sleep to start", || setup.mock.requests().len() == 3).await;
+    until("the sleep to start", || setup.mock.requests().len() == 4).await;
     client
         .cancel_task(CancelTaskParams::new(&id))
         .await
@@ -488,7 +508,7 @@ async fn a_task_handle_is_polled_to_completion_and_another_is_cancelled() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("already ended"), "{err}");
-    assert_eq!(setup.mock.requests().len(), 3);
+    assert_eq!(setup.mock.requests().len(), 4);
     assert_requests_valid(&setup.mock.requests());
     let _ = client.cancel().await;
 }
