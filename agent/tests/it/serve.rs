@@ -753,6 +753,43 @@ async fn over_http_forged_hosts_are_refused_and_run_task_works() {
     let _ = client.cancel().await;
 }
 
+/// Runs `nanohermes run TASK` in `root` on the scripted model, with a user
+/// config that mounts `nanohermes serve --root ROOT` as subagent `name`
+/// (`extra` adds keys to its table).
+async fn run_with_subagent(
+    root: &tempfile::TempDir,
+    home: &tempfile::TempDir,
+    mock: &MockModel,
+    name: &str,
+    extra: &str,
+    task: &str,
+) -> std::process::Output {
+    let config = format!(
+        "[mcp_servers.{name}]\ncommand = {:?}\nargs = [\"serve\", \"--root\", {:?}]\n{extra}env_vars = [\"OPENAI_BASE_URL\", \"NANOHERMES_HOME\", \"NANOHERMES_MODE\"]\n",
+        env!("CARGO_BIN_EXE_nanohermes"),
+        root.path().display().to_string(),
+    );
+    std::fs::write(home.path().join("config.toml"), config).unwrap();
+    tokio::time::timeout(
+        HANG_GUARD,
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"))
+            .arg("--workspace")
+            .arg(root.path())
+            .args(["run", task])
+            .env("NANOHERMES_HOME", home.path())
+            .env("OPENAI_BASE_URL", mock.base_url())
+            .env("NANOHERMES_MODE", "goal")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("NANOHERMES_AGENT_DEPTH")
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .unwrap()
+    .unwrap()
+}
+
 #[tokio::test]
 async fn one_nanohermes_hands_a_task_to_another_through_serve() {
     let root = tempfile::tempdir().unwrap();
@@ -770,30 +807,15 @@ async fn one_nanohermes_hands_a_task_to_another_through_serve() {
         text(&["parent done"]).into(),
     ])
     .await;
-    let config = format!(
-        "[mcp_servers.helper]\ncommand = {:?}\nargs = [\"serve\", \"--root\", {:?}]\ndescription = \"counts files\"\nenv_vars = [\"OPENAI_BASE_URL\", \"NANOHERMES_HOME\", \"NANOHERMES_MODE\"]\ntool_timeout_sec = 60\n",
-        env!("CARGO_BIN_EXE_nanohermes"),
-        root.path().display().to_string(),
-    );
-    std::fs::write(home.path().join("config.toml"), config).unwrap();
-    let output = tokio::time::timeout(
-        HANG_GUARD,
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"))
-            .arg("--workspace")
-            .arg(root.path())
-            .args(["run", "delegate the count"])
-            .env("NANOHERMES_HOME", home.path())
-            .env("OPENAI_BASE_URL", mock.base_url())
-            .env("NANOHERMES_MODE", "goal")
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("NANOHERMES_AGENT_DEPTH")
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .output(),
+    let output = run_with_subagent(
+        &root,
+        &home,
+        &mock,
+        "helper",
+        "description = \"counts files\"\n",
+        "delegate the count",
     )
-    .await
-    .unwrap()
-    .unwrap();
+    .await;
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert_eq!(
@@ -996,30 +1018,7 @@ async fn an_agent_that_mounts_itself_stops_at_max_agent_depth() {
         text(&["top done"]).into(),
     ])
     .await;
-    let config = format!(
-        "[mcp_servers.self]\ncommand = {:?}\nargs = [\"serve\", \"--root\", {:?}]\nenv_vars = [\"OPENAI_BASE_URL\", \"NANOHERMES_HOME\", \"NANOHERMES_MODE\"]\n",
-        env!("CARGO_BIN_EXE_nanohermes"),
-        root.path().display().to_string(),
-    );
-    std::fs::write(home.path().join("config.toml"), config).unwrap();
-    let output = tokio::time::timeout(
-        HANG_GUARD,
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"))
-            .arg("--workspace")
-            .arg(root.path())
-            .args(["run", "recurse"])
-            .env("NANOHERMES_HOME", home.path())
-            .env("OPENAI_BASE_URL", mock.base_url())
-            .env("NANOHERMES_MODE", "goal")
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("NANOHERMES_AGENT_DEPTH")
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    let output = run_with_subagent(&root, &home, &mock, "self", "", "recurse").await;
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "top done");
