@@ -79,6 +79,7 @@ pub async fn main(options: &Options, args: ServeArgs) -> anyhow::Result<ExitCode
     };
     let workspaces = Workspaces::new(&args.roots, options.clone())?;
     let server = AgentServer::new(workspaces, TaskStore::open(default_task_dir()));
+    server.prepare_first_root();
     let served = match http {
         Some((addr, policy)) => {
             let listener = match mcp_tools::serve::bind(addr).await {

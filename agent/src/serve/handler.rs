@@ -93,6 +93,19 @@ impl AgentServer {
         }))
     }
 
+    /// Sets up the first root's workspace in the background, so the first
+    /// task does not wait for its tool servers and model client (a failed
+    /// setup is reported by that task).
+    pub fn prepare_first_root(&self) {
+        let inner = self.0.clone();
+        tokio::spawn(async move {
+            let root = inner.workspaces.roots()[0].clone();
+            if let Err(e) = inner.workspaces.runtime(&root).await {
+                tracing::warn!("workspace {}: {e}", root.display());
+            }
+        });
+    }
+
     /// Shuts the workspaces' servers down.
     pub async fn shutdown(&self) {
         self.0.workspaces.shutdown().await;
