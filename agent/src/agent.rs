@@ -218,6 +218,7 @@ impl<T: ToolBox> Agent<T> {
             self.call_ids.assign(&mut turn.tool_calls);
             ui.turn_end();
             self.usage.record(turn.usage);
+            ui.usage(turn.usage);
             final_text.clone_from(&turn.content);
             self.messages.push(assistant_message(&turn));
             ui.step(iterations, &turn.tool_calls);

@@ -7,7 +7,7 @@ use std::io::Write;
 
 use serde_json::Value;
 
-use crate::llm::ToolCall;
+use crate::llm::{ToolCall, Usage};
 
 /// Receives the events of a run.
 pub trait Ui: Send {
@@ -19,6 +19,10 @@ pub trait Ui: Send {
     fn notice(&mut self, line: &str);
     /// The model's turn is complete (its text, if any, has been shown).
     fn turn_end(&mut self) {}
+    /// One model request's token usage (`None` when the server reported
+    /// none), reported as an increment after its turn ends and before
+    /// [`Ui::step`].
+    fn usage(&mut self, _usage: Option<Usage>) {}
     /// Step `step` (1-based) is about to run `calls` (empty when the model
     /// answered without tools). `nanohermes serve` turns this into one
     /// `notifications/progress`.
