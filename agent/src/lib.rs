@@ -16,6 +16,7 @@
 //! | [`hub`] | MCP client side: start servers, merge and name tools, route calls |
 //! | [`toolbox`] | the three-method contract between the loop and the tools |
 //! | [`history`] | the message shapes the history is made of |
+//! | [`compaction`] | the history past its budget, replaced by a summary |
 //! | [`policy`] | the permission gate |
 //! | [`prompt`] | the system prompt: AGENTS.md layering, NANOHERMES.md, skills |
 //! | [`usage`] | the token ledger |
@@ -24,6 +25,7 @@
 //! | [`config`] | flags and environment, resolved |
 //! | [`cli`] | the `nanohermes` commands and exit codes |
 //! | [`serve`] | `nanohermes serve`: the agent as an MCP server (`run_task`) |
+//! | [`session`] | session files: atomic, 0600, resumable |
 //!
 //! Invariants (each pinned by a test in `tests/it`):
 //! - after every exit of a run (done, interrupted, iteration limit, model
@@ -38,6 +40,7 @@
 
 pub mod agent;
 pub mod cli;
+pub mod compaction;
 pub mod config;
 pub mod history;
 pub mod hooks;
@@ -47,6 +50,7 @@ pub mod llm;
 pub mod policy;
 pub mod prompt;
 pub mod serve;
+pub mod session;
 pub mod toolbox;
 pub mod ui;
 pub mod usage;

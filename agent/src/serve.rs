@@ -8,7 +8,7 @@
 //! | `workspaces` | `--root` checks; per workspace its config, shared hub and model client |
 //! | `tools` | one task's policy-narrowed view of the shared hub |
 //! | `progress` | `notifications/progress` per step, the session written per step |
-//! | `sessions` | session files under `WORKSPACE/.nanohermes/sessions/` |
+//! | [`crate::session`] | session files under `WORKSPACE/.nanohermes/sessions/` (shared with `run`) |
 //! | `tasks` | the tasks extension's handles, persisted under `$NANOHERMES_HOME/tasks/` |
 //! | `approval` | elicitation (2025-11-25) or input-required (2026-07-28) questions |
 
@@ -16,7 +16,6 @@ mod approval;
 mod handler;
 mod progress;
 mod run_task;
-mod sessions;
 mod tasks;
 mod tools;
 mod workspaces;
@@ -29,7 +28,6 @@ use mcp_tools::serve::HttpArgs;
 
 pub use handler::{AgentServer, tool_result};
 pub use run_task::{RUN_TASK, RunStatus, RunTaskArgs, RunTaskOutput, RunUsage};
-pub use sessions::{SessionFile, SessionStore};
 pub use tasks::TaskStore;
 pub use workspaces::Workspaces;
 

@@ -25,7 +25,6 @@ use tokio::task::JoinHandle;
 use super::approval::{self, HostAnswers, Question};
 use super::progress::{ProgressTarget, ServeUi, SessionWriter};
 use super::run_task::{self, RUN_TASK, RunStatus, RunTaskArgs, RunTaskOutput, RunUsage};
-use super::sessions::{self, SessionFile, SessionStore};
 use super::tasks::TaskStore;
 use super::tools::TaskTools;
 use super::workspaces::Workspaces;
@@ -35,6 +34,7 @@ use crate::hooks::{self, Hooks};
 use crate::interrupt::Interrupt;
 use crate::policy::approval::Answer;
 use crate::prompt;
+use crate::session::{self as sessions, SessionFile, SessionStore};
 
 /// The key of the one input request an approval puts in a result.
 const APPROVAL_KEY: &str = "approval";
@@ -227,7 +227,7 @@ impl AgentServer {
         let writer = SessionWriter {
             store,
             file: SessionFile {
-                version: 1,
+                version: crate::session::VERSION,
                 id: session.clone(),
                 workspace: workspace.clone(),
                 messages: history,

@@ -12,8 +12,8 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::run_task::RunUsage;
-use super::sessions::{SessionFile, SessionStore};
 use crate::llm::ToolCall;
+use crate::session::{SessionFile, SessionStore};
 use crate::ui::Ui;
 
 /// Longest argument summary in a step line.

@@ -137,7 +137,7 @@ impl TaskStore {
     ) -> Task {
         let now = now_iso();
         let record = TaskRecord {
-            task_id: super::sessions::new_id(),
+            task_id: crate::session::new_id(),
             status: TaskStatus::Working,
             created_at: now.clone(),
             last_updated_at: now,

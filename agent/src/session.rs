@@ -1,7 +1,9 @@
-//! Sessions of `run_task`: one JSON file per conversation under
-//! `WORKSPACE/.nanohermes/sessions/ID.json`, written after every step with
-//! [`mcp_tools::write_atomic`] (mode 0600), so a session survives a killed
-//! server and continues where its last whole step ended.
+//! Sessions: one JSON file per conversation, by default
+//! `WORKSPACE/.nanohermes/sessions/ID.json`, written at every step boundary
+//! with [`mcp_tools::write_atomic`] (mode 0600), so a session survives a
+//! killed process and continues where its last whole step ended. `run`
+//! (`--session FILE`, `--continue`, `--resume ID`) and `nanohermes serve`
+//! (`run_task`'s `session_id`) keep them the same way.
 //!
 //! A file holds the history without its system message: the prompt is
 //! rebuilt from the configuration current when the session continues. The
@@ -14,10 +16,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::run_task::RunUsage;
+use crate::serve::RunUsage;
 
 /// The layout version written; a file of another version is refused.
-const VERSION: u32 = 1;
+pub const VERSION: u32 = 1;
 
 /// What a session file holds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -85,17 +87,76 @@ impl SessionStore {
     /// Writes `file` atomically, mode 0600, in a directory only the user
     /// can read.
     pub fn save(&self, file: &SessionFile) -> std::io::Result<()> {
-        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-        if !self.dir.is_dir() {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(&self.dir)?;
-            std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700))?;
-        }
-        let bytes = serde_json::to_vec(file).map_err(std::io::Error::other)?;
-        mcp_tools::write_atomic(&self.path(&file.id), &bytes, 0o600)
+        save_to(&self.path(&file.id), file)
     }
+
+    /// The id of the session written last, if any (for `--continue`).
+    pub fn most_recent(&self) -> Option<String> {
+        std::fs::read_dir(&self.dir)
+            .ok()?
+            .flatten()
+            .filter_map(|entry| {
+                let path = entry.path();
+                let id = path
+                    .file_name()?
+                    .to_str()?
+                    .strip_suffix(".json")?
+                    .to_owned();
+                let modified = entry.metadata().ok()?.modified().ok()?;
+                valid_id(&id).then_some((modified, id))
+            })
+            .max()
+            .map(|(_, id)| id)
+    }
+}
+
+/// Reads the session file at `path` for `run`: `Ok(None)` when there is
+/// none. A file that does not parse is moved aside to
+/// `PATH.corrupt-SECONDS` (never overwritten) and reported in the `Err`
+/// line, so the caller starts a fresh session and says why.
+pub fn load_or_set_aside(path: &Path) -> Result<Option<SessionFile>, String> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read session {}: {e}", path.display())),
+    };
+    let problem = match serde_json::from_slice::<SessionFile>(&bytes) {
+        Ok(file) if file.version == VERSION => return Ok(Some(file)),
+        Ok(file) => format!("is version {}, not {VERSION}", file.version),
+        Err(e) => format!("is damaged ({e})"),
+    };
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut aside = path.as_os_str().to_owned();
+    aside.push(format!(".corrupt-{stamp}"));
+    let aside = PathBuf::from(aside);
+    let kept = match std::fs::rename(path, &aside) {
+        Ok(()) => format!("it was kept as {}", aside.display()),
+        Err(e) => format!("it could not be moved aside ({e}) and is left as it is"),
+    };
+    Err(format!(
+        "session file {} {problem}; {kept}; starting a fresh session",
+        path.display()
+    ))
+}
+
+/// Writes `file` to `path` atomically, mode 0600, creating the directory
+/// (0700) if needed.
+pub fn save_to(path: &Path, file: &SessionFile) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    if let Some(dir) = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
+    {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    let bytes = serde_json::to_vec(file).map_err(std::io::Error::other)?;
+    mcp_tools::write_atomic(path, &bytes, 0o600)
 }
 
 /// Whether `id` may name a session file: 1 to 64 ASCII letters, digits
@@ -191,11 +252,41 @@ mod tests {
         assert_eq!(mode & 0o777, 0o600);
 
         std::fs::write(store.path(&id), b"{\"version\": 1, \"id\":").unwrap();
+        assert_eq!(store.most_recent(), Some(id.clone()));
         let err = store.load(&id).unwrap_err();
         assert!(err.contains("is damaged"), "{err}");
         assert_eq!(
             std::fs::read(store.path(&id)).unwrap(),
             b"{\"version\": 1, \"id\":"
+        );
+    }
+}
+
+#[cfg(test)]
+mod run_tests {
+    use super::*;
+
+    #[test]
+    fn a_corrupt_session_file_is_set_aside_never_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        assert_eq!(load_or_set_aside(&path), Ok(None));
+        std::fs::write(&path, b"{\"version\": 1, trunc").unwrap();
+        let err = load_or_set_aside(&path).unwrap_err();
+        assert!(
+            err.contains("is damaged") && err.ends_with("starting a fresh session"),
+            "{err}"
+        );
+        assert!(!path.exists());
+        let aside: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+        assert_eq!(aside.len(), 1);
+        assert_eq!(
+            std::fs::read(aside[0].path()).unwrap(),
+            b"{\"version\": 1, trunc"
+        );
+        assert!(
+            err.contains(&aside[0].path().display().to_string()),
+            "{err}"
         );
     }
 }
