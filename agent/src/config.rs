@@ -112,6 +112,10 @@ pub struct Options {
     /// The largest tool result the model sees, in bytes.
     #[arg(long, global = true, default_value_t = mcp_tools::DEFAULT_MAX_OUTPUT, value_name = "BYTES")]
     pub max_output: usize,
+
+    /// Which session to keep: `--session FILE`, `--continue`, `--resume ID`.
+    #[command(flatten)]
+    pub session: crate::session::SessionArgs,
 }
 
 impl Options {

@@ -267,6 +267,48 @@ mod run_tests {
     use super::*;
 
     #[test]
+    fn the_flags_pick_a_file_the_latest_session_or_a_named_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path();
+        let none = SessionArgs::default();
+        let first = open(&none, ws).unwrap();
+        assert!(!first.resumed() && first.warning.is_none());
+        assert!(first.path.starts_with(ws.join(".nanohermes/sessions")));
+
+        let latest = SessionArgs {
+            continue_last: true,
+            ..SessionArgs::default()
+        };
+        let opened = open(&latest, ws).unwrap();
+        assert!(opened.warning.unwrap().contains("no earlier session"));
+
+        let mut file = first.file.clone();
+        file.messages = vec![serde_json::json!({"role": "user", "content": "hi"})];
+        save_to(&first.path, &file).unwrap();
+        let opened = open(&latest, ws).unwrap();
+        assert_eq!(
+            (opened.resumed(), opened.file.id.as_str()),
+            (true, file.id.as_str())
+        );
+
+        let named = |id: &str| SessionArgs {
+            resume: Some(id.into()),
+            ..SessionArgs::default()
+        };
+        assert_eq!(open(&named(&file.id), ws).unwrap().file, file);
+        let err = open(&named("0000-missing"), ws).unwrap_err();
+        assert!(
+            err.starts_with("--resume 0000-missing: no such session in"),
+            "{err}"
+        );
+        assert!(
+            open(&named("../x"), ws)
+                .unwrap_err()
+                .contains("a session id is letters")
+        );
+    }
+
+    #[test]
     fn a_corrupt_session_file_is_set_aside_never_overwritten() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.json");
@@ -288,5 +330,171 @@ mod run_tests {
             err.contains(&aside[0].path().display().to_string()),
             "{err}"
         );
+    }
+}
+
+/// The session flags of `run` (and, later, the interactive mode).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SessionArgs {
+    /// Keep the conversation in FILE: continue it if it exists; written after every step.
+    #[arg(long, global = true, value_name = "FILE", conflicts_with_all = ["continue_last", "resume"])]
+    pub session: Option<PathBuf>,
+    /// Continue the most recent session of this workspace.
+    #[arg(long = "continue", global = true, conflicts_with = "resume")]
+    pub continue_last: bool,
+    /// Continue session ID of this workspace (the file names under .nanohermes/sessions/).
+    #[arg(long, global = true, value_name = "ID")]
+    pub resume: Option<String>,
+}
+
+/// The session a run keeps: where, what so far, and whether it continues
+/// an earlier one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Opened {
+    /// The file written after every step.
+    pub path: PathBuf,
+    /// Its content so far (an empty history for a new session).
+    pub file: SessionFile,
+    /// A line for the user: a corrupt file set aside, no earlier session.
+    pub warning: Option<String>,
+}
+
+impl Opened {
+    /// Whether the session continues an earlier conversation.
+    pub fn resumed(&self) -> bool {
+        !self.file.messages.is_empty()
+    }
+}
+
+/// The session `args` name for `workspace`; with no flag, a new session of
+/// the workspace (so `--continue` finds it next time). `Err` only for a
+/// `--resume` that names no session.
+pub fn open(args: &SessionArgs, workspace: &Path) -> Result<Opened, String> {
+    let store = SessionStore::of(workspace);
+    let fresh = |path: PathBuf, id: String, warning: Option<String>| Opened {
+        path,
+        file: SessionFile {
+            version: VERSION,
+            id,
+            workspace: workspace.to_owned(),
+            messages: Vec::new(),
+            usage: RunUsage::default(),
+        },
+        warning,
+    };
+    let from_file = |path: PathBuf, id: String| match load_or_set_aside(&path) {
+        Ok(Some(file)) => Opened {
+            path,
+            file,
+            warning: None,
+        },
+        Ok(None) => fresh(path, id, None),
+        Err(warning) => fresh(path, id, Some(warning)),
+    };
+    if let Some(path) = &args.session {
+        return Ok(from_file(path.clone(), new_id()));
+    }
+    if let Some(id) = &args.resume {
+        if !valid_id(id) {
+            return Err(format!(
+                "--resume {id:?}: a session id is letters, digits and '-' (the file names under {})",
+                store.dir.display()
+            ));
+        }
+        let path = store.path(id);
+        if !path.exists() {
+            return Err(format!(
+                "--resume {id}: no such session in {}; --continue takes the most recent one",
+                store.dir.display()
+            ));
+        }
+        return Ok(from_file(path, id.clone()));
+    }
+    if args.continue_last {
+        return Ok(match store.most_recent() {
+            Some(id) => from_file(store.path(&id), id),
+            None => {
+                let id = new_id();
+                fresh(
+                    store.path(&id),
+                    id,
+                    Some("--continue: this workspace has no earlier session; starting one".into()),
+                )
+            }
+        });
+    }
+    let id = new_id();
+    Ok(fresh(store.path(&id), id, None))
+}
+
+/// A `Ui` that also keeps the session: every checkpoint writes the
+/// history (system message left out: it is rebuilt on load) and the usage
+/// so far.
+pub struct Keeper<U> {
+    inner: U,
+    path: PathBuf,
+    file: SessionFile,
+}
+
+impl<U: crate::ui::Ui> Keeper<U> {
+    /// Wraps `inner`, writing `opened`'s file.
+    pub fn new(inner: U, opened: &Opened) -> Keeper<U> {
+        Keeper {
+            inner,
+            path: opened.path.clone(),
+            file: opened.file.clone(),
+        }
+    }
+
+    /// The wrapped `Ui`.
+    pub fn inner(&mut self) -> &mut U {
+        &mut self.inner
+    }
+
+    /// The session's id.
+    pub fn id(&self) -> &str {
+        &self.file.id
+    }
+}
+
+impl<U: crate::ui::Ui> crate::ui::Ui for Keeper<U> {
+    fn text(&mut self, delta: &str) {
+        self.inner.text(delta);
+    }
+
+    fn tool_call(&mut self, call: &crate::llm::ToolCall, result: &str) {
+        self.inner.tool_call(call, result);
+    }
+
+    fn notice(&mut self, line: &str) {
+        self.inner.notice(line);
+    }
+
+    fn turn_end(&mut self) {
+        self.inner.turn_end();
+    }
+
+    fn usage(&mut self, usage: Option<crate::llm::Usage>) {
+        self.file.usage.requests += 1;
+        if let Some(usage) = usage {
+            self.file.usage.prompt_tokens += usage.prompt_tokens;
+            self.file.usage.completion_tokens += usage.completion_tokens;
+        }
+        self.inner.usage(usage);
+    }
+
+    fn step(&mut self, step: usize, calls: &[crate::llm::ToolCall]) {
+        self.inner.step(step, calls);
+    }
+
+    fn checkpoint(&mut self, messages: &[Value]) {
+        self.file.messages = messages.get(1..).unwrap_or_default().to_vec();
+        if let Err(e) = save_to(&self.path, &self.file) {
+            self.inner.notice(&format!(
+                "cannot write session {}: {e}",
+                self.path.display()
+            ));
+        }
+        self.inner.checkpoint(messages);
     }
 }
