@@ -55,6 +55,10 @@ pub enum Command {
         /// The task, in plain words (several words are joined with spaces).
         #[arg(required = true, value_name = "TASK")]
         task: Vec<String>,
+        /// `text` (the model's text on stdout), `json` (one result object at the end) or
+        /// `stream-json` (one JSON event per line, in Claude Code's shape).
+        #[arg(long, value_enum, default_value_t, value_name = "FORMAT")]
+        output_format: crate::output::OutputFormat,
     },
     /// List the tools the model would see, with their server and whether they are read-only.
     Tools,
@@ -99,7 +103,10 @@ pub fn main() -> ExitCode {
     let outcome = runtime.block_on(async move {
         signals::watch_terminate();
         match cli.command {
-            Command::Run { task } => run(load(&options, true)?.config, &task.join(" ")).await,
+            Command::Run {
+                task,
+                output_format,
+            } => run(load(&options, true)?.config, &task.join(" "), output_format).await,
             Command::Tools => tools(load(&options, false)?.config).await,
             Command::Mcp { command } => mcp::main(&options, command).await,
             Command::Serve(args) => crate::serve::main(&options, args).await,

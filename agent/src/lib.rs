@@ -47,6 +47,7 @@ pub mod hooks;
 pub mod hub;
 pub mod interrupt;
 pub mod llm;
+pub mod output;
 pub mod policy;
 pub mod prompt;
 pub mod serve;

@@ -1,21 +1,70 @@
 //! `nanohermes run`.
 
 use std::process::ExitCode;
+use std::time::Instant;
 
 use super::signals::watch_ctrl_c;
 use super::{EXIT_INTERRUPTED, EXIT_ITERATION_LIMIT};
-use crate::agent::{Agent, Outcome};
+use crate::agent::{Agent, Outcome, RunSummary};
 use crate::config::Config;
 use crate::hooks::{self, Hooks};
 use crate::hub::Hub;
 use crate::llm::Client;
+use crate::output::{Ending, InitInfo, OutputFormat, RunOutput, RunReport};
 use crate::policy::approval::Approvals;
 use crate::prompt;
-use crate::ui::{TerminalUi, Ui};
+use crate::usage::UsageLedger;
 
 /// `nanohermes run`: starts the servers and builds the HTTP client at the
-/// same time, runs the loop, shuts the servers down.
-pub async fn run(config: Config, task: &str) -> anyhow::Result<ExitCode> {
+/// same time, runs the loop, shuts the servers down. In the JSON formats
+/// a failure still ends stdout with a result object (`is_error: true`);
+/// the exit codes are the same in every format.
+pub async fn run(config: Config, task: &str, format: OutputFormat) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    // Sessions are not kept yet: the id stays empty until they are.
+    let session_id = String::new();
+    let mut output = RunOutput::stdout(format, &config.model.model, &session_id);
+    let mut report = RunReport {
+        ending: Ending::Failed(String::new()),
+        session_id,
+        usage: UsageLedger::default(),
+        num_turns: 0,
+        duration: Default::default(),
+    };
+    let result = run_loop(config, task, &mut output, &mut report.usage).await;
+    report.duration = started.elapsed();
+    match result {
+        Ok(summary) => {
+            report.num_turns = summary.iterations;
+            let outcome = summary.outcome;
+            report.ending = Ending::Finished {
+                outcome,
+                final_text: summary.final_text,
+            };
+            output.finish(&report);
+            output.ui().notice(&format!("usage: {}", report.usage));
+            Ok(match outcome {
+                Outcome::Done => ExitCode::SUCCESS,
+                Outcome::IterationLimit => ExitCode::from(EXIT_ITERATION_LIMIT),
+                Outcome::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
+            })
+        }
+        Err(error) => {
+            report.ending = Ending::Failed(format!("{error:#}"));
+            output.finish(&report);
+            Err(error)
+        }
+    }
+}
+
+/// Everything between start-up and shut-down; `usage` is filled in
+/// whether or not the loop failed.
+async fn run_loop(
+    config: Config,
+    task: &str,
+    output: &mut RunOutput,
+    usage: &mut UsageLedger,
+) -> anyhow::Result<RunSummary> {
     let settings = config.model.clone();
     // Building the TLS client reads the system's certificates: keep it off
     // the path of the server start-up.
@@ -25,18 +74,23 @@ pub async fn run(config: Config, task: &str) -> anyhow::Result<ExitCode> {
     // any other tool.
     let guidance = prompt::load(&config.workspace, &config.guidance);
     // A bad matcher fails here, before any server starts.
-    let hooks = Hooks::new(
-        &config.rules.hooks,
-        &config.workspace,
-        hooks::mode_name(config.rules.mode),
-    )?;
+    let mode = hooks::mode_name(config.rules.mode);
+    let hooks = Hooks::new(&config.rules.hooks, &config.workspace, mode)?;
     let hub = Hub::start(config.hub)
         .await?
         .with_skills(guidance.skills.clone())
         .offer_only(config.agent.policy.clone());
     let client = client.await??;
 
-    let mut ui = TerminalUi::default();
+    output.init(|| {
+        InitInfo::from_hub(
+            &hub,
+            config.workspace.display().to_string(),
+            config.model.model.clone(),
+            mode.to_owned(),
+        )
+    });
+    let ui = output.ui();
     for warning in hub.warnings().iter().chain(&guidance.warnings) {
         ui.notice(warning);
     }
@@ -48,16 +102,8 @@ pub async fn run(config: Config, task: &str) -> anyhow::Result<ExitCode> {
         .with_hooks(hooks);
     watch_ctrl_c(agent.interrupt());
 
-    let result = agent.run(task, &mut ui).await;
-    ui.finish_line();
-    let usage = agent.usage();
+    let result = agent.run(task, ui).await;
+    *usage = agent.usage();
     agent.into_tools().shutdown().await;
-
-    let summary = result?;
-    ui.notice(&format!("usage: {usage}"));
-    Ok(match summary.outcome {
-        Outcome::Done => ExitCode::SUCCESS,
-        Outcome::IterationLimit => ExitCode::from(EXIT_ITERATION_LIMIT),
-        Outcome::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
-    })
+    Ok(result?)
 }

@@ -11,6 +11,9 @@ mod support;
 mod agent_loop;
 /// The `nanohermes` binary: end-to-end runs, exit codes, error lines.
 mod cli;
+/// Compaction: the cut over random histories, a long run past a small threshold, the
+/// context-length error that compacts and retries once.
+mod compaction;
 /// The config layer on real files: layering, trust, pasted Codex/Claude configs, error texts, --mcp.
 mod config;
 /// Project guidance: AGENTS.md layering, symlinks, CLAUDE.md fallback, the cap, skills and the skill tool.
@@ -28,6 +31,9 @@ mod model_client;
 /// Model output that must never poison the history: bad or cut-off
 /// arguments, streams cut short, missing and repeated call ids.
 mod model_output;
+/// `run --output-format json|stream-json` through the binary: every line parses, event order,
+/// a tool call round trip, the result subtypes and exit codes.
+mod output;
 /// The permission gate: modes over annotated external servers, allow/deny in other agents'
 /// spellings, approval on a pseudo-terminal and the denial without one.
 mod permissions;

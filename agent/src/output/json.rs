@@ -1,0 +1,39 @@
+//! `--output-format json`: nothing on stdout until the run ends, then one
+//! result object.
+
+use std::io::Write;
+
+use super::{RunReport, notice_to_stderr, result_event, write_line};
+use crate::llm::ToolCall;
+use crate::ui::{Ui, tool_line};
+
+/// Keeps stdout for the result object; tool lines and notices go to
+/// stderr as in the text format. The final text is taken from the run's
+/// summary, so streamed text is not kept here.
+pub struct JsonUi {
+    out: Box<dyn Write + Send>,
+}
+
+impl JsonUi {
+    /// Writes the result object to `out` (stdout in `nanohermes run`).
+    pub fn new(out: Box<dyn Write + Send>) -> Self {
+        JsonUi { out }
+    }
+
+    /// Writes the result object.
+    pub fn finish(&mut self, report: &RunReport) {
+        write_line(&mut self.out, &result_event(report));
+    }
+}
+
+impl Ui for JsonUi {
+    fn text(&mut self, _delta: &str) {}
+
+    fn tool_call(&mut self, call: &ToolCall, result: &str) {
+        let _ = writeln!(std::io::stderr().lock(), "{}", tool_line(call, result));
+    }
+
+    fn notice(&mut self, line: &str) {
+        notice_to_stderr(line);
+    }
+}

@@ -1,0 +1,190 @@
+//! `--output-format stream-json`: one JSON object per line, in the shape
+//! wrappers of Claude Code parse. An `init` event, then per model turn one
+//! `assistant` event (its text and `tool_use` blocks, and that request's
+//! usage as an increment), one `user` event per tool result, and the
+//! result object last.
+
+use std::io::Write;
+
+use serde_json::{Map, Value, json};
+
+use super::{RunReport, notice_to_stderr, request_usage, result_event, write_line};
+use crate::hub::{Hub, ServerState};
+use crate::llm::{ToolCall, Usage};
+use crate::ui::Ui;
+
+/// What the `init` event says about the run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InitInfo {
+    /// The workspace root.
+    pub cwd: String,
+    /// The configured model.
+    pub model: String,
+    /// The permission mode's name.
+    pub permission_mode: String,
+    /// The tools the model is offered, by the names it calls them.
+    pub tools: Vec<String>,
+    /// Each configured server and its state: `connected`, `failed` or
+    /// `disabled`.
+    pub mcp_servers: Vec<(String, String)>,
+}
+
+impl InitInfo {
+    /// The tools and servers of `hub`; the rest as given.
+    pub fn from_hub(hub: &Hub, cwd: String, model: String, permission_mode: String) -> Self {
+        let tools = hub
+            .declarations()
+            .iter()
+            .filter_map(|d| d["function"]["name"].as_str().map(str::to_owned))
+            .collect();
+        let mcp_servers = hub
+            .status()
+            .into_iter()
+            .map(|status| {
+                let state = match status.state {
+                    ServerState::Running { .. } => "connected",
+                    ServerState::Failed { .. } => "failed",
+                    ServerState::Disabled => "disabled",
+                };
+                (status.name, state.to_owned())
+            })
+            .collect();
+        InitInfo {
+            cwd,
+            model,
+            permission_mode,
+            tools,
+            mcp_servers,
+        }
+    }
+}
+
+/// Writes the events of a run as JSON lines; notices go to stderr.
+pub struct StreamJsonUi {
+    out: Box<dyn Write + Send>,
+    session_id: String,
+    model: String,
+    /// The current turn's text so far (the client already dropped what a
+    /// retry repeated).
+    text: String,
+    /// The current turn's usage, once its request ended.
+    usage: Option<Usage>,
+    /// Assistant events written, for their message ids.
+    turns: usize,
+}
+
+impl StreamJsonUi {
+    /// Writes to `out` (stdout in `nanohermes run`); `session_id` is empty
+    /// while the run keeps no session.
+    pub fn new(out: Box<dyn Write + Send>, model: &str, session_id: &str) -> Self {
+        StreamJsonUi {
+            out,
+            session_id: session_id.to_owned(),
+            model: model.to_owned(),
+            text: String::new(),
+            usage: None,
+            turns: 0,
+        }
+    }
+
+    /// The first line: `{"type":"system","subtype":"init",…}`.
+    pub fn init(&mut self, info: &InitInfo) {
+        let servers: Vec<Value> = info
+            .mcp_servers
+            .iter()
+            .map(|(name, status)| json!({"name": name, "status": status}))
+            .collect();
+        let event = json!({
+            "type": "system",
+            "subtype": "init",
+            "session_id": self.session_id,
+            "cwd": info.cwd,
+            "model": info.model,
+            "permissionMode": info.permission_mode,
+            "tools": info.tools,
+            "mcp_servers": servers,
+        });
+        write_line(&mut self.out, &event);
+    }
+
+    /// The last line: the result object.
+    pub fn finish(&mut self, report: &RunReport) {
+        write_line(&mut self.out, &result_event(report));
+    }
+}
+
+impl Ui for StreamJsonUi {
+    fn text(&mut self, delta: &str) {
+        self.text.push_str(delta);
+    }
+
+    fn usage(&mut self, usage: Option<Usage>) {
+        self.usage = usage;
+    }
+
+    /// The turn is complete here, with its calls' final ids: one
+    /// `assistant` event.
+    fn step(&mut self, _step: usize, calls: &[ToolCall]) {
+        self.turns += 1;
+        let mut content = Vec::new();
+        let text = std::mem::take(&mut self.text);
+        if !text.is_empty() {
+            content.push(json!({"type": "text", "text": text}));
+        }
+        for call in calls {
+            // Arguments that are not one JSON object are recorded as `{}`,
+            // as in the history; the call's result says what was wrong.
+            let input = match serde_json::from_str::<Value>(&call.arguments) {
+                Ok(Value::Object(map)) => Value::Object(map),
+                _ => Value::Object(Map::new()),
+            };
+            content.push(json!({
+                "type": "tool_use",
+                "id": call.id,
+                "name": call.name,
+                "input": input,
+            }));
+        }
+        let mut message = json!({
+            "id": format!("msg_{}", self.turns),
+            "type": "message",
+            "role": "assistant",
+            "model": self.model,
+            "content": content,
+            "stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" },
+        });
+        // Unknown usage is left out rather than reported as zero.
+        if let Some(usage) = self.usage.take() {
+            message["usage"] = request_usage(usage);
+        }
+        let event = json!({
+            "type": "assistant",
+            "message": message,
+            "parent_tool_use_id": null,
+            "session_id": self.session_id,
+        });
+        write_line(&mut self.out, &event);
+    }
+
+    fn tool_call(&mut self, call: &ToolCall, result: &str) {
+        let event = json!({
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [{
+                    "type": "tool_result",
+                    "tool_use_id": call.id,
+                    "content": result,
+                    "is_error": result.starts_with("ERROR: "),
+                }],
+            },
+            "parent_tool_use_id": null,
+            "session_id": self.session_id,
+        });
+        write_line(&mut self.out, &event);
+    }
+
+    fn notice(&mut self, line: &str) {
+        notice_to_stderr(line);
+    }
+}

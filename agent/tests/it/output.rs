@@ -1,0 +1,277 @@
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::history::assert_requests_valid;
+use crate::support::mock_model::{
+    MockModel, call, call_raw, chunk, sse, status, text, tool_call_frames, tool_calls, usage_frame,
+};
+
+/// What a `nanohermes` process left behind.
+#[derive(Debug)]
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+const TEST_HOME: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/nanohermes-home");
+
+/// `nanohermes run --output-format FORMAT --workspace DIR …` on the mock.
+async fn run(mock: &MockModel, dir: &Path, format: &str, extra: &[&str], task: &str) -> Run {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"));
+    command
+        .args(["run", "--output-format", format, "--workspace"])
+        .arg(dir)
+        .args(extra)
+        .arg(task)
+        .env("NANOHERMES_HOME", TEST_HOME)
+        .env_remove("NANOHERMES_FALLBACK_MODEL")
+        .env_remove("NANOHERMES_LOG")
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("OPENAI_API_KEY", "test-key")
+        .env("NANOHERMES_MODEL", "main-model")
+        .env("NANOHERMES_MODE", "goal")
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(Duration::from_secs(60), command.output())
+        .await
+        .expect("nanohermes finished")
+        .expect("nanohermes ran");
+    Run {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// Every stdout line, parsed: a line that is not one JSON object fails.
+fn events(run: &Run) -> Vec<Value> {
+    assert!(run.stdout.ends_with('\n'), "{run:#?}");
+    run.stdout
+        .lines()
+        .map(|line| {
+            let value: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("not JSON ({e}): {line}\n{run:#?}"));
+            assert!(value.is_object(), "{line}");
+            value
+        })
+        .collect()
+}
+
+fn kinds(events: &[Value]) -> Vec<&str> {
+    events
+        .iter()
+        .map(|e| e["type"].as_str().expect("every event has a type"))
+        .collect()
+}
+
+#[tokio::test]
+async fn stream_json_lines_all_parse_and_follow_init_assistant_user_result() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "the answer is 42\n").unwrap();
+    // One turn with text and two calls (one with broken arguments), then
+    // the answer.
+    let mut frames = tool_call_frames(&[
+        call("call_read", "read_file", json!({"path": "notes.txt"})),
+        call_raw("call_bad", "read_file", r#"{"path": notes}"#),
+    ]);
+    frames.insert(1, chunk(json!({"content": "Let me look. "}), None));
+    frames.push(chunk(json!({}), Some("tool_calls")));
+    frames.push(usage_frame());
+    let mock = MockModel::start(vec![sse(&frames).into(), text(&["It is ", "42."]).into()]).await;
+
+    let run = run(&mock, dir.path(), "stream-json", &[], "what is the answer").await;
+
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    let events = events(&run);
+    assert_eq!(
+        kinds(&events),
+        ["system", "assistant", "user", "user", "assistant", "result"],
+        "{}",
+        run.stdout
+    );
+    let init = &events[0];
+    assert_eq!(init["subtype"], "init");
+    assert_eq!(init["session_id"], "");
+    assert_eq!(init["model"], "main-model");
+    let tools: Vec<&str> = init["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(tools.contains(&"read_file"), "{tools:?}");
+    let servers = init["mcp_servers"].as_array().unwrap();
+    assert!(
+        servers.iter().any(|s| s["status"] == "connected"),
+        "{servers:?}"
+    );
+
+    // The assistant event: its text, both calls as tool_use blocks, and
+    // that request's usage.
+    let first = &events[1]["message"];
+    assert_eq!(first["role"], "assistant");
+    assert_eq!(
+        first["content"][0],
+        json!({"type":"text","text":"Let me look. "})
+    );
+    let read_use = &first["content"][1];
+    assert_eq!(read_use["type"], "tool_use");
+    assert_eq!(read_use["name"], "read_file");
+    assert_eq!(read_use["input"], json!({"path": "notes.txt"}));
+    let bad_use = &first["content"][2];
+    assert_eq!(
+        bad_use["input"],
+        json!({}),
+        "broken arguments are shown as {{}}"
+    );
+    assert_eq!(first["stop_reason"], "tool_use");
+    assert_eq!(
+        first["usage"],
+        json!({"input_tokens":100,"output_tokens":10})
+    );
+
+    // The round trip: each result names its call's id.
+    let read_result = &events[2]["message"]["content"][0];
+    assert_eq!(events[2]["message"]["role"], "user");
+    assert_eq!(read_result["type"], "tool_result");
+    assert_eq!(read_result["tool_use_id"], read_use["id"]);
+    assert!(
+        read_result["content"]
+            .as_str()
+            .unwrap()
+            .contains("the answer is 42"),
+        "{read_result}"
+    );
+    assert_eq!(read_result["is_error"], false);
+    let bad_result = &events[3]["message"]["content"][0];
+    assert_eq!(bad_result["tool_use_id"], bad_use["id"]);
+    assert_eq!(bad_result["is_error"], true);
+    assert!(
+        bad_result["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("ERROR: invalid JSON arguments"),
+        "{bad_result}"
+    );
+
+    let last = &events[4]["message"];
+    assert_eq!(last["content"], json!([{"type":"text","text":"It is 42."}]));
+    assert_eq!(last["stop_reason"], "end_turn");
+    assert_eq!(
+        last["usage"],
+        json!({"input_tokens":100,"output_tokens":10})
+    );
+
+    let result = &events[5];
+    assert_eq!(result["subtype"], "success");
+    assert_eq!(result["is_error"], false);
+    assert_eq!(result["result"], "It is 42.");
+    assert_eq!(result["session_id"], "");
+    assert_eq!(result["num_turns"], 2);
+    assert!(result["duration_ms"].is_u64(), "{result}");
+    assert_eq!(result["usage"]["input_tokens"], 200);
+    assert_eq!(result["usage"]["output_tokens"], 20);
+    assert_eq!(result["usage"]["requests"], 2);
+    // Notices and tool lines stay off stdout.
+    assert!(
+        run.stderr.contains("nanohermes: usage: 2 requests"),
+        "{}",
+        run.stderr
+    );
+    assert_requests_valid(&mock.requests());
+}
+
+#[tokio::test]
+async fn stream_json_ends_with_error_max_turns_at_the_iteration_limit_and_exits_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let step = || tool_calls(&[call("call_l", "list_dir", json!({}))]).into();
+    let mock = MockModel::start(vec![step(), step(), step()]).await;
+
+    let run = run(
+        &mock,
+        dir.path(),
+        "stream-json",
+        &["--max-iterations", "2"],
+        "loop",
+    )
+    .await;
+
+    assert_eq!(run.code, Some(3), "{run:#?}");
+    let events = events(&run);
+    assert_eq!(
+        kinds(&events),
+        ["system", "assistant", "user", "assistant", "user", "result"],
+        "{}",
+        run.stdout
+    );
+    let result = events.last().unwrap();
+    assert_eq!(result["subtype"], "error_max_turns");
+    assert_eq!(result["is_error"], true);
+    assert_eq!(result["num_turns"], 2);
+    assert!(
+        run.stderr.contains("reached the 2 iteration limit"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(mock.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn json_prints_only_one_result_object_when_the_run_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let mock = MockModel::start(vec![
+        tool_calls(&[call("call_l", "list_dir", json!({}))]).into(),
+        text(&["All ", "done."]).into(),
+    ])
+    .await;
+
+    let run = run(&mock, dir.path(), "json", &[], "list").await;
+
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    let events = events(&run);
+    assert_eq!(events.len(), 1, "{}", run.stdout);
+    let result = &events[0];
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["subtype"], "success");
+    assert_eq!(result["status"], "done");
+    assert_eq!(result["result"], "All done.");
+    assert_eq!(result["session_id"], "");
+    assert_eq!(result["num_turns"], 2);
+    assert_eq!(
+        result["usage"],
+        json!({"input_tokens":200,"output_tokens":20,"requests":2,"requests_without_usage":0})
+    );
+    assert!(result["duration_ms"].is_u64(), "{result}");
+    // The tool line still goes to stderr, as in the text format.
+    assert!(
+        run.stderr.contains("tool list_dir {} -> ok"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[tokio::test]
+async fn json_reports_a_failed_model_request_as_an_error_result_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let mock = MockModel::start(vec![status(400, "the model does not exist").into()]).await;
+
+    let run = run(&mock, dir.path(), "json", &[], "anything").await;
+
+    assert_eq!(run.code, Some(1), "{run:#?}");
+    let events = events(&run);
+    assert_eq!(events.len(), 1, "{}", run.stdout);
+    let result = &events[0];
+    assert_eq!(result["subtype"], "error_during_execution");
+    assert_eq!(result["is_error"], true);
+    assert_eq!(result["status"], "error");
+    assert!(
+        result["result"]
+            .as_str()
+            .unwrap()
+            .contains("the model does not exist"),
+        "{result}"
+    );
+    assert!(run.stderr.contains("nanohermes: error: "), "{}", run.stderr);
+}
