@@ -17,6 +17,7 @@ use std::panic::AssertUnwindSafe;
 use futures::FutureExt;
 use serde_json::Value;
 
+use crate::compaction::{self, CompactionConfig};
 use crate::history::{CallIds, assistant_message, system_message, tool_message, user_message};
 use crate::hooks::Hooks;
 use crate::interrupt::Interrupt;
@@ -89,6 +90,7 @@ pub struct Agent<T> {
     interrupt: Interrupt,
     hooks: Hooks,
     approvals: Approvals,
+    compaction: CompactionConfig,
 }
 
 impl<T: ToolBox> Agent<T> {
@@ -104,6 +106,7 @@ impl<T: ToolBox> Agent<T> {
             interrupt: Interrupt::default(),
             hooks: Hooks::default(),
             approvals: Approvals::denying(),
+            compaction: CompactionConfig::default(),
         }
     }
 
@@ -141,6 +144,85 @@ impl<T: ToolBox> Agent<T> {
     pub fn with_hooks(mut self, hooks: Hooks) -> Self {
         self.hooks = hooks;
         self
+    }
+
+    /// Compacts the history past `compaction`'s limits (by default 120 000
+    /// characters and more than 11 messages, keeping the last 10).
+    pub fn with_compaction(mut self, compaction: CompactionConfig) -> Self {
+        self.compaction = compaction;
+        self
+    }
+
+    /// Compacts now, whatever the size (`/compact`): everything between the
+    /// system message and the last `keep_messages` becomes one summary.
+    /// Returns how many messages were replaced (0 when there was nothing
+    /// to replace).
+    pub async fn compact(&mut self) -> usize {
+        let Some(cut) = compaction::cut_point(&self.messages, self.compaction.keep_messages) else {
+            return 0;
+        };
+        let request = compaction::summary_request(&self.messages[1..cut]);
+        // One request without tools; its text is not shown and a failure
+        // only costs the summary.
+        let summary = match self.client.chat(&request, &[], &mut |_| {}).await {
+            Ok(turn) => {
+                self.usage.record(turn.usage);
+                Some(turn.content)
+            }
+            Err(_) => None,
+        };
+        let replacement = compaction::summary_message(summary.as_deref());
+        compaction::splice(&mut self.messages, cut, replacement).len()
+    }
+
+    /// Compacts when the history is past its limits, and says so.
+    async fn compact_if_due(&mut self, ui: &mut dyn Ui) {
+        if self.compaction.is_due(&self.messages) {
+            self.compact_and_report(ui).await;
+        }
+    }
+
+    async fn compact_and_report(&mut self, ui: &mut dyn Ui) -> usize {
+        let dropped = self.compact().await;
+        if dropped > 0 {
+            let how = if compaction::is_compaction_message(&self.messages[1])
+                && self.messages[1]["content"] != compaction::OMISSION_NOTE
+            {
+                "a summary"
+            } else {
+                "an omission note (the summary request failed)"
+            };
+            ui.notice(&format!(
+                "compacted the history: {dropped} earlier messages replaced by {how}"
+            ));
+        }
+        dropped
+    }
+
+    /// One model request with the current history. A context-length
+    /// refusal compacts the history and retries once.
+    async fn complete(&mut self, ui: &mut dyn Ui) -> Result<AssistantTurn, LlmError> {
+        let first = {
+            let mut on_event = |event: ChatEvent<'_>| report(ui, event);
+            self.client
+                .chat(&self.messages, self.tools.declarations(), &mut on_event)
+                .await
+        };
+        match first {
+            Err(error) if error.is_context_length() => {
+                ui.notice(&format!(
+                    "the history does not fit the model's context, compacting it: {error}"
+                ));
+                if self.compact_and_report(ui).await == 0 {
+                    return Err(error);
+                }
+                let mut on_event = |event: ChatEvent<'_>| report(ui, event);
+                self.client
+                    .chat(&self.messages, self.tools.declarations(), &mut on_event)
+                    .await
+            }
+            other => other,
+        }
     }
 
     /// The history, system message first.
@@ -189,6 +271,8 @@ impl<T: ToolBox> Agent<T> {
             }
         };
         self.messages.push(user_message(&task));
+        // A resumed session may already be past the budget.
+        self.compact_if_due(ui).await;
         ui.checkpoint(&self.messages);
 
         let mut completed = false;
@@ -210,11 +294,7 @@ impl<T: ToolBox> Agent<T> {
                 ui.notice(&notice);
             }
 
-            let mut on_event = |event: ChatEvent<'_>| report(ui, event);
-            let mut turn = self
-                .client
-                .chat(&self.messages, self.tools.declarations(), &mut on_event)
-                .await?;
+            let mut turn = self.complete(ui).await?;
             self.call_ids.assign(&mut turn.tool_calls);
             ui.turn_end();
             self.usage.record(turn.usage);
@@ -236,6 +316,8 @@ impl<T: ToolBox> Agent<T> {
                 ui.tool_call(call, &result);
                 self.messages.push(tool_message(&call.id, &result));
             }
+            // After the results: a whole step is what gets compacted.
+            self.compact_if_due(ui).await;
             ui.checkpoint(&self.messages);
         }
         // An interrupt during the last allowed step still counts as one.

@@ -236,15 +236,17 @@ mod tests {
     #[test]
     fn due_only_past_both_limits() {
         let config = CompactionConfig {
-            threshold_chars: 100,
+            threshold_chars: 300,
             keep_messages: 2,
         };
         let small = vec![system_message("s"), user_message(&"x".repeat(500))];
+        assert!(history_chars(&small) > 500);
         assert!(!config.is_due(&small), "too few messages");
         let mut many = vec![system_message("s")];
         many.extend((0..5).map(|_| user_message("x")));
         assert!(!config.is_due(&many), "too small");
-        many.push(user_message(&"x".repeat(100)));
+        assert!(history_chars(&many) < 300);
+        many.push(user_message(&"x".repeat(300)));
         assert!(config.is_due(&many));
     }
 

@@ -68,6 +68,37 @@ impl LlmError {
         }
     }
 
+    /// Whether the server refused the request because the history does not
+    /// fit the model's context: an HTTP 400 or 413, or an error frame, whose
+    /// code or message says context length, too many tokens or maximum
+    /// context (OpenAI, vLLM, llama.cpp, Ollama word it differently). The
+    /// loop compacts the history and retries once.
+    pub fn is_context_length(&self) -> bool {
+        let (code, message) = match self {
+            LlmError::Status {
+                status: 400 | 413,
+                code,
+                message,
+                ..
+            } => (code.as_deref(), message),
+            LlmError::Stream { code, message, .. } => (code.as_deref(), message),
+            _ => return false,
+        };
+        let lower = message.to_lowercase();
+        code == Some("context_length_exceeded")
+            || [
+                "context length",
+                "context_length",
+                "context window",
+                "context size",
+                "maximum context",
+                "too many tokens",
+                "prompt is too long",
+            ]
+            .iter()
+            .any(|needle| lower.contains(needle))
+    }
+
     /// The server's `Retry-After` hint.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
@@ -355,6 +386,54 @@ mod tests {
             );
         }
         assert!(LlmError::Incomplete.is_retryable());
+    }
+
+    #[test]
+    fn context_length_errors_are_recognised_from_each_servers_wording() {
+        let recognised = [
+            (
+                400,
+                r#"{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.","code":"context_length_exceeded"}}"#,
+            ),
+            (
+                400,
+                r#"{"object":"error","message":"This model's maximum context length is 4096 tokens","code":400}"#,
+            ),
+            (
+                400,
+                r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}"#,
+            ),
+            (400, r#"{"error":"too many tokens in the prompt"}"#),
+            (
+                413,
+                r#"{"error":{"message":"Request exceeds the context window"}}"#,
+            ),
+        ];
+        for (status, body) in recognised {
+            assert!(
+                LlmError::from_status(status, body, None, URL, "m").is_context_length(),
+                "{body}"
+            );
+        }
+        let frame = json!({"error":{"code":"context_length_exceeded","message":"too long"}});
+        assert!(LlmError::from_frame(&frame).is_context_length());
+        let not = [
+            (
+                400,
+                r#"{"error":{"message":"Invalid 'messages[2].tool_calls'"}}"#,
+            ),
+            (
+                500,
+                r#"{"error":{"message":"maximum context length exceeded"}}"#,
+            ),
+            (429, r#"{"error":{"message":"too many tokens per minute"}}"#),
+        ];
+        for (status, body) in not {
+            assert!(
+                !LlmError::from_status(status, body, None, URL, "m").is_context_length(),
+                "{body}"
+            );
+        }
     }
 
     #[test]

@@ -11,6 +11,9 @@ mod support;
 mod agent_loop;
 /// The `nanohermes` binary: end-to-end runs, exit codes, error lines.
 mod cli;
+/// Compaction: the cut over random histories, a long run past a small threshold, the
+/// context-length error that compacts and retries once.
+mod compaction;
 /// The config layer on real files: layering, trust, pasted Codex/Claude configs, error texts, --mcp.
 mod config;
 /// Project guidance: AGENTS.md layering, symlinks, CLAUDE.md fallback, the cap, skills and the skill tool.
