@@ -188,3 +188,73 @@ impl Ui for StreamJsonUi {
         notice_to_stderr(line);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// A writer the test can read back.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn lines(buffer: &Shared) -> Vec<Value> {
+        String::from_utf8(buffer.0.lock().unwrap().clone())
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn each_assistant_event_carries_only_its_own_requests_usage() {
+        let buffer = Shared::default();
+        let mut ui = StreamJsonUi::new(Box::new(buffer.clone()), "m", "s1");
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "list_dir".into(),
+            arguments: "{}".into(),
+        };
+        ui.text("a");
+        ui.turn_end();
+        ui.usage(Some(Usage {
+            prompt_tokens: 5,
+            completion_tokens: 1,
+        }));
+        ui.step(1, std::slice::from_ref(&call));
+        ui.tool_call(&call, "x");
+        // The server reported nothing for the second request: no usage
+        // key, rather than zeros or the first request's numbers.
+        ui.text("b");
+        ui.usage(None);
+        ui.step(2, &[]);
+
+        let events = lines(&buffer);
+        assert_eq!(events.len(), 3);
+        assert_eq!(
+            events[0]["message"]["usage"],
+            json!({"input_tokens":5,"output_tokens":1})
+        );
+        assert_eq!(events[0]["session_id"], "s1");
+        assert_eq!(events[0]["message"]["content"][0]["text"], "a");
+        assert_eq!(events[1]["type"], "user");
+        assert!(events[2]["message"].get("usage").is_none(), "{}", events[2]);
+        assert_eq!(
+            events[2]["message"]["content"],
+            json!([{"type":"text","text":"b"}]),
+            "the first turn's text is not repeated"
+        );
+        assert_eq!(events[2]["message"]["id"], "msg_2");
+    }
+}

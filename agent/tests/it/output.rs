@@ -18,8 +18,15 @@ struct Run {
 
 const TEST_HOME: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/nanohermes-home");
 
-/// `nanohermes run --output-format FORMAT --workspace DIR …` on the mock.
-async fn run(mock: &MockModel, dir: &Path, format: &str, extra: &[&str], task: &str) -> Run {
+/// `nanohermes run --output-format FORMAT --workspace DIR …` on the mock,
+/// leading its own process group (as a shell's foreground job does).
+fn command(
+    mock: &MockModel,
+    dir: &Path,
+    format: &str,
+    extra: &[&str],
+    task: &str,
+) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"));
     command
         .args(["run", "--output-format", format, "--workspace"])
@@ -33,8 +40,16 @@ async fn run(mock: &MockModel, dir: &Path, format: &str, extra: &[&str], task: &
         .env("OPENAI_API_KEY", "test-key")
         .env("NANOHERMES_MODEL", "main-model")
         .env("NANOHERMES_MODE", "goal")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
         .kill_on_drop(true);
-    let output = tokio::time::timeout(Duration::from_secs(60), command.output())
+    command
+}
+
+/// Waits for `child` (a generous timeout only catches a hang).
+async fn finish(child: tokio::process::Child) -> Run {
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
         .await
         .expect("nanohermes finished")
         .expect("nanohermes ran");
@@ -43,6 +58,10 @@ async fn run(mock: &MockModel, dir: &Path, format: &str, extra: &[&str], task: &
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
     }
+}
+
+async fn run(mock: &MockModel, dir: &Path, format: &str, extra: &[&str], task: &str) -> Run {
+    finish(command(mock, dir, format, extra, task).spawn().unwrap()).await
 }
 
 /// Every stdout line, parsed: a line that is not one JSON object fails.
@@ -274,4 +293,52 @@ async fn json_reports_a_failed_model_request_as_an_error_result_and_exits_1() {
         "{result}"
     );
     assert!(run.stderr.contains("nanohermes: error: "), "{}", run.stderr);
+}
+
+#[tokio::test]
+async fn stream_json_reports_an_interrupt_as_error_during_execution_and_exits_130() {
+    use std::sync::{Arc, OnceLock};
+
+    let dir = tempfile::tempdir().unwrap();
+    let child_pid: Arc<OnceLock<u32>> = Arc::new(OnceLock::new());
+    let pid = child_pid.clone();
+    let mock = MockModel::start(vec![
+        tool_calls(&[
+            call("call_a", "list_dir", json!({})),
+            call(
+                "call_b",
+                "write_file",
+                json!({"path":"b.txt","content":"b"}),
+            ),
+        ])
+        .when_requested(move || {
+            // A terminal's Ctrl-C: SIGINT to the whole foreground group.
+            let pid =
+                nix::unistd::Pid::from_raw(*pid.get().expect("pid set before the request") as i32);
+            nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT sent");
+        }),
+        text(&["never asked"]).into(),
+    ])
+    .await;
+    let child = command(&mock, dir.path(), "stream-json", &[], "list and write")
+        .spawn()
+        .unwrap();
+    child_pid.set(child.id().unwrap()).unwrap();
+
+    let run = finish(child).await;
+
+    assert_eq!(run.code, Some(130), "{run:#?}");
+    let events = events(&run);
+    // The step in flight finished: both calls answered, then the result.
+    assert_eq!(
+        kinds(&events),
+        ["system", "assistant", "user", "user", "result"],
+        "{}",
+        run.stdout
+    );
+    let result = events.last().unwrap();
+    assert_eq!(result["subtype"], "error_during_execution");
+    assert_eq!(result["status"], "interrupted");
+    assert_eq!(result["is_error"], true);
+    assert_eq!(mock.requests().len(), 1);
 }
