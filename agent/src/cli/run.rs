@@ -30,6 +30,7 @@ pub async fn run(config: Config, task: &str, format: OutputFormat) -> anyhow::Re
         usage: UsageLedger::default(),
         num_turns: 0,
         duration: Default::default(),
+        duration_api: Default::default(),
     };
     let result = run_loop(config, task, &mut output, &mut report.usage).await;
     report.duration = started.elapsed();

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use super::{RunReport, notice_to_stderr, result_event, write_line};
+use super::{ApiClock, RunReport, notice_to_stderr, result_event, write_line};
 use crate::llm::ToolCall;
 use crate::ui::{Ui, tool_line};
 
@@ -12,17 +12,25 @@ use crate::ui::{Ui, tool_line};
 /// summary, so streamed text is not kept here.
 pub struct JsonUi {
     out: Box<dyn Write + Send>,
+    clock: ApiClock,
 }
 
 impl JsonUi {
     /// Writes the result object to `out` (stdout in `nanohermes run`).
     pub fn new(out: Box<dyn Write + Send>) -> Self {
-        JsonUi { out }
+        JsonUi {
+            out,
+            clock: ApiClock::default(),
+        }
     }
 
     /// Writes the result object.
     pub fn finish(&mut self, report: &RunReport) {
-        write_line(&mut self.out, &result_event(report));
+        let report = RunReport {
+            duration_api: self.clock.total,
+            ..report.clone()
+        };
+        write_line(&mut self.out, &result_event(&report));
     }
 }
 
@@ -31,6 +39,14 @@ impl Ui for JsonUi {
 
     fn tool_call(&mut self, call: &ToolCall, result: &str) {
         let _ = writeln!(std::io::stderr().lock(), "{}", tool_line(call, result));
+    }
+
+    fn turn_end(&mut self) {
+        self.clock.stop();
+    }
+
+    fn checkpoint(&mut self, _messages: &[serde_json::Value]) {
+        self.clock.start();
     }
 
     fn notice(&mut self, line: &str) {

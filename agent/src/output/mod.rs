@@ -7,7 +7,7 @@
 //! to stderr. The result object is the same in both: `type`, `subtype`
 //! (`success`, `error_max_turns`, `error_during_execution`), `is_error`,
 //! `status`, `result` (the final text, or the error), `session_id`,
-//! `usage`, `num_turns`, `duration_ms`.
+//! `usage`, `num_turns`, `duration_ms`, `duration_api_ms`.
 
 mod json;
 mod stream;
@@ -115,6 +115,33 @@ pub struct RunReport {
     pub num_turns: usize,
     /// Wall time of the whole run.
     pub duration: Duration,
+    /// Of that, the time spent waiting for model turns (filled in by the
+    /// UI, which sees each request start and end).
+    pub duration_api: Duration,
+}
+
+/// Adds up the time from each step's start to its model turn's end: the
+/// step boundary ([`Ui::checkpoint`]) starts it, [`Ui::turn_end`] stops it.
+#[derive(Debug, Default)]
+struct ApiClock {
+    since: Option<std::time::Instant>,
+    total: Duration,
+}
+
+impl ApiClock {
+    fn start(&mut self) {
+        self.since = Some(std::time::Instant::now());
+    }
+
+    fn stop(&mut self) {
+        if let Some(since) = self.since.take() {
+            self.total += since.elapsed();
+        }
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The result object: the `json` format's only output and the
@@ -150,7 +177,8 @@ pub fn result_event(report: &RunReport) -> Value {
         "session_id": report.session_id,
         "usage": ledger_usage(&report.usage),
         "num_turns": report.num_turns,
-        "duration_ms": u64::try_from(report.duration.as_millis()).unwrap_or(u64::MAX),
+        "duration_ms": millis(report.duration),
+        "duration_api_ms": millis(report.duration_api),
     })
 }
 
@@ -201,6 +229,7 @@ mod tests {
             },
             num_turns: 2,
             duration: Duration::from_millis(1234),
+            duration_api: Duration::from_millis(1000),
         }
     }
 
@@ -214,6 +243,7 @@ mod tests {
             done,
             json!({"type":"result","subtype":"success","is_error":false,"status":"done",
                    "result":"ok","session_id":"","num_turns":2,"duration_ms":1234,
+                   "duration_api_ms":1000,
                    "usage":{"input_tokens":100,"output_tokens":10,"requests":2,
                             "requests_without_usage":1}})
         );

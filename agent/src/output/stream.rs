@@ -8,7 +8,7 @@ use std::io::Write;
 
 use serde_json::{Map, Value, json};
 
-use super::{RunReport, notice_to_stderr, request_usage, result_event, write_line};
+use super::{ApiClock, RunReport, notice_to_stderr, request_usage, result_event, write_line};
 use crate::hub::{Hub, ServerState};
 use crate::llm::{ToolCall, Usage};
 use crate::ui::Ui;
@@ -71,6 +71,7 @@ pub struct StreamJsonUi {
     usage: Option<Usage>,
     /// Assistant events written, for their message ids.
     turns: usize,
+    clock: ApiClock,
 }
 
 impl StreamJsonUi {
@@ -84,6 +85,7 @@ impl StreamJsonUi {
             text: String::new(),
             usage: None,
             turns: 0,
+            clock: ApiClock::default(),
         }
     }
 
@@ -109,7 +111,11 @@ impl StreamJsonUi {
 
     /// The last line: the result object.
     pub fn finish(&mut self, report: &RunReport) {
-        write_line(&mut self.out, &result_event(report));
+        let report = RunReport {
+            duration_api: self.clock.total,
+            ..report.clone()
+        };
+        write_line(&mut self.out, &result_event(&report));
     }
 }
 
@@ -182,6 +188,14 @@ impl Ui for StreamJsonUi {
             "session_id": self.session_id,
         });
         write_line(&mut self.out, &event);
+    }
+
+    fn turn_end(&mut self) {
+        self.clock.stop();
+    }
+
+    fn checkpoint(&mut self, _messages: &[Value]) {
+        self.clock.start();
     }
 
     fn notice(&mut self, line: &str) {

@@ -190,6 +190,10 @@ async fn stream_json_lines_all_parse_and_follow_init_assistant_user_result() {
     assert_eq!(result["session_id"], "");
     assert_eq!(result["num_turns"], 2);
     assert!(result["duration_ms"].is_u64(), "{result}");
+    assert!(
+        result["duration_api_ms"].as_u64().unwrap() <= result["duration_ms"].as_u64().unwrap(),
+        "{result}"
+    );
     assert_eq!(result["usage"]["input_tokens"], 200);
     assert_eq!(result["usage"]["output_tokens"], 20);
     assert_eq!(result["usage"]["requests"], 2);
@@ -263,6 +267,7 @@ async fn json_prints_only_one_result_object_when_the_run_ends() {
         json!({"input_tokens":200,"output_tokens":20,"requests":2,"requests_without_usage":0})
     );
     assert!(result["duration_ms"].is_u64(), "{result}");
+    assert!(result["duration_api_ms"].is_u64(), "{result}");
     // The tool line still goes to stderr, as in the text format.
     assert!(
         run.stderr.contains("tool list_dir {} -> ok"),
