@@ -20,6 +20,7 @@ use anyhow::{Context as _, bail};
 use clap::Args;
 
 use crate::agent::{AgentConfig, DEFAULT_MAX_ITERATIONS};
+use crate::compaction::CompactionConfig;
 use crate::hub::HubConfig;
 use crate::llm::{DEFAULT_BASE_URL, DEFAULT_MODEL, ModelSettings, RetryPolicy};
 use crate::policy::Policy;
@@ -237,6 +238,9 @@ pub struct Config {
     pub hub: HubConfig,
     /// Loop bounds and policy.
     pub agent: AgentConfig,
+    /// When the history is compacted (`compact_threshold_chars`,
+    /// `compact_keep_messages`).
+    pub compaction: CompactionConfig,
     /// Permission mode, allow/deny rules, auto-approval and hooks.
     pub rules: Rules,
     /// Where AGENTS.md, NANOHERMES.md and skills are looked for besides
@@ -332,12 +336,22 @@ impl Config {
             max_agent_depth,
             ..hub_config(&workspace, options, settings.servers)
         };
+        let defaults = CompactionConfig::default();
+        let compaction = CompactionConfig {
+            threshold_chars: settings
+                .compact_threshold_chars
+                .map_or(defaults.threshold_chars, |n| n as usize),
+            keep_messages: settings
+                .compact_keep_messages
+                .map_or(defaults.keep_messages, |n| n as usize),
+        };
         Ok(Config {
             workspace,
             api_key_env,
             model,
             hub,
             agent,
+            compaction,
             rules,
             guidance,
         })
@@ -463,6 +477,26 @@ mod tests {
             ..Settings::default()
         };
         assert_eq!(resolve(&[], shallow, None).unwrap().hub.max_agent_depth, 0);
+        assert_eq!(
+            (
+                config.compaction.threshold_chars,
+                config.compaction.keep_messages
+            ),
+            (120_000, 10)
+        );
+        let small = Settings {
+            base_url: Some("http://localhost:11434/v1".into()),
+            compact_threshold_chars: Some(8_000),
+            compact_keep_messages: Some(4),
+            ..Settings::default()
+        };
+        assert_eq!(
+            resolve(&[], small, None).unwrap().compaction,
+            CompactionConfig {
+                threshold_chars: 8_000,
+                keep_messages: 4
+            }
+        );
     }
 
     #[test]

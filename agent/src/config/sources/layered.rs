@@ -148,6 +148,11 @@ pub struct Settings {
     /// How deep a chain of agents mounting agents may go (the last layer
     /// that sets it).
     pub max_agent_depth: Option<u32>,
+    /// The history size (serialised characters) past which it is
+    /// compacted.
+    pub compact_threshold_chars: Option<u32>,
+    /// The messages a compaction keeps verbatim.
+    pub compact_keep_messages: Option<u32>,
     /// Every server, enabled or not: built-ins first, then in the order
     /// they first appear.
     pub servers: Vec<ServerSpec>,
@@ -423,7 +428,9 @@ fn apply_file(
         auto_approve,
         allow,
         project_doc_fallback_filenames,
-        max_agent_depth
+        max_agent_depth,
+        compact_threshold_chars,
+        compact_keep_messages
     );
     add_unique(&mut settings.deny, raw.deny.unwrap_or_default());
     for (event, groups) in raw.hooks.unwrap_or_default() {

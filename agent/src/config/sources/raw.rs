@@ -57,6 +57,13 @@ pub struct RawConfig {
     /// agent this many levels deep mounts no subagent (no server's
     /// `run_task`); 0 mounts none at all.
     pub max_agent_depth: Option<u32>,
+    /// Compact the history once its messages, serialised, pass this many
+    /// characters [default: 120000]: all but the last
+    /// `compact_keep_messages` become one model-written summary.
+    pub compact_threshold_chars: Option<u32>,
+    /// The messages kept verbatim when the history is compacted (at least
+    /// 1) [default: 10].
+    pub compact_keep_messages: Option<u32>,
     /// The MCP servers, by name; a name's tools are `NAME__TOOL`.
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, RawServer>,
@@ -373,6 +380,8 @@ fn check_values(doc: &Located<'_>, raw: &RawConfig) -> Result<(), ConfigError> {
     for (key, value) in [
         ("max_tokens", raw.max_tokens),
         ("max_iterations", raw.max_iterations),
+        ("compact_threshold_chars", raw.compact_threshold_chars),
+        ("compact_keep_messages", raw.compact_keep_messages),
     ] {
         if value == Some(0) {
             return Err(doc.error_at(
@@ -451,7 +460,8 @@ mod tests {
             "~/.nanohermes/config.toml:7: unknown key \"modle\"; allowed keys: model, base_url, \
              api_key_env, fallback_model, temperature, max_tokens, stream, thinking, \
              max_iterations, max_retries, retry_base_ms, mode, auto_approve, allow, deny, hooks, \
-             project_doc_fallback_filenames, max_agent_depth, mcp_servers, projects"
+             project_doc_fallback_filenames, max_agent_depth, compact_threshold_chars, \
+             compact_keep_messages, mcp_servers, projects"
         );
     }
 
@@ -484,6 +494,20 @@ mod tests {
         assert_eq!(
             err("max_iterations = 0\n"),
             "~/.nanohermes/config.toml:1: max_iterations = 0 is not allowed; use a whole number of at least 1"
+        );
+        assert_eq!(
+            err("model = \"m\"\ncompact_keep_messages = 0\n"),
+            "~/.nanohermes/config.toml:2: compact_keep_messages = 0 is not allowed; use a whole number of at least 1"
+        );
+        let ok = parse(
+            "f",
+            "compact_threshold_chars = 8000\ncompact_keep_messages = 4",
+            FileKind::User,
+        )
+        .unwrap();
+        assert_eq!(
+            (ok.compact_threshold_chars, ok.compact_keep_messages),
+            (Some(8000), Some(4))
         );
     }
 
