@@ -161,7 +161,8 @@ impl<T: ToolBox> Agent<T> {
         let Some(cut) = compaction::cut_point(&self.messages, self.compaction.keep_messages) else {
             return 0;
         };
-        let request = compaction::summary_request(&self.messages[1..cut]);
+        let request =
+            compaction::summary_request(&self.messages[1..cut], self.compaction.threshold_chars);
         // One request without tools; its text is not shown and a failure
         // only costs the summary.
         let summary = match self.client.chat(&request, &[], &mut |_| {}).await {

@@ -104,15 +104,16 @@ pub fn cut_point(messages: &[Value], keep: usize) -> Option<usize> {
 }
 
 /// The messages of the summary request for `dropped`: instructions, then
-/// the dropped part as a transcript (each message clamped, so the request
-/// stays smaller than what it replaces).
-pub fn summary_request(dropped: &[Value]) -> Vec<Value> {
+/// the dropped part as a transcript. Each message is clamped, and the whole
+/// transcript to `max_chars` (its start and end kept), so the request fits
+/// where the history that overflowed did not.
+pub fn summary_request(dropped: &[Value], max_chars: usize) -> Vec<Value> {
     let transcript: Vec<String> = dropped.iter().map(transcript_line).collect();
+    let transcript = mcp_tools::clamp::clamp_head_tail(&transcript.join("\n\n"), max_chars);
     vec![
         json!({ "role": "system", "content": SUMMARY_PROMPT }),
         user_message(&format!(
-            "The conversation so far:\n\n{}\n\nWrite the summary now.",
-            transcript.join("\n\n")
+            "The conversation so far:\n\n{transcript}\n\nWrite the summary now."
         )),
     ]
 }
@@ -270,11 +271,24 @@ mod tests {
             assistant(&["a"]),
             tool_message("a", "result"),
         ];
-        let request = summary_request(&dropped);
+        let request = summary_request(&dropped, 100_000);
         assert_eq!(request.len(), 2);
         let text = request[1]["content"].as_str().unwrap();
         assert!(text.len() < 4_000, "{}", text.len());
         assert!(text.contains("[called t (a) with {}]"), "{text}");
         assert!(text.contains("tool result (a):\nresult"), "{text}");
+        // The whole transcript is capped too, its end kept.
+        let many: Vec<Value> = (0..100)
+            .map(|i| user_message(&format!("m{i} {}", "z".repeat(3000))))
+            .collect();
+        let text = summary_request(&many, 10_000)[1]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(text.len() < 10_200, "{}", text.len());
+        assert!(
+            text.contains("m0 ") && text.contains("m99 "),
+            "start and end kept"
+        );
     }
 }
