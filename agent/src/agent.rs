@@ -11,6 +11,11 @@
 //! every exit the history is valid: each assistant `tool_calls` entry has a
 //! session-unique id, arguments that are one JSON object, and is answered
 //! by one `tool` message, in call order.
+//!
+//! After the user message and after each step's results, a history past
+//! its budget is compacted ([`crate::compaction`]): a whole step at a time,
+//! so a call is never parted from its results. A context-length refusal
+//! compacts too, and the request is retried once.
 
 use std::panic::AssertUnwindSafe;
 
