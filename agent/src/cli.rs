@@ -106,7 +106,10 @@ pub fn main() -> ExitCode {
             Command::Run {
                 task,
                 output_format,
-            } => run(load(&options, true)?.config, &task.join(" "), output_format).await,
+            } => {
+                let config = load(&options, true)?.config;
+                run(config, &task.join(" "), output_format, &options.session).await
+            }
             Command::Tools => tools(load(&options, false)?.config).await,
             Command::Mcp { command } => mcp::main(&options, command).await,
             Command::Serve(args) => crate::serve::main(&options, args).await,

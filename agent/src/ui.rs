@@ -33,6 +33,32 @@ pub trait Ui: Send {
     fn checkpoint(&mut self, _messages: &[Value]) {}
 }
 
+/// A borrowed `Ui` is a `Ui` (so decorators such as the session keeper
+/// can wrap whichever one a command picked).
+impl<U: Ui + ?Sized> Ui for &mut U {
+    fn text(&mut self, delta: &str) {
+        (**self).text(delta);
+    }
+    fn tool_call(&mut self, call: &ToolCall, result: &str) {
+        (**self).tool_call(call, result);
+    }
+    fn notice(&mut self, line: &str) {
+        (**self).notice(line);
+    }
+    fn turn_end(&mut self) {
+        (**self).turn_end();
+    }
+    fn usage(&mut self, usage: Option<Usage>) {
+        (**self).usage(usage);
+    }
+    fn step(&mut self, step: usize, calls: &[ToolCall]) {
+        (**self).step(step, calls);
+    }
+    fn checkpoint(&mut self, messages: &[Value]) {
+        (**self).checkpoint(messages);
+    }
+}
+
 /// Text to stdout, tool lines and notices to stderr.
 #[derive(Debug, Default)]
 pub struct TerminalUi {

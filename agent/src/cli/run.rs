@@ -13,17 +13,27 @@ use crate::llm::Client;
 use crate::output::{Ending, InitInfo, OutputFormat, RunOutput, RunReport};
 use crate::policy::approval::Approvals;
 use crate::prompt;
+use crate::session::{self, Keeper, Opened, SessionArgs};
 use crate::usage::UsageLedger;
 
 /// `nanohermes run`: starts the servers and builds the HTTP client at the
 /// same time, runs the loop, shuts the servers down. In the JSON formats
 /// a failure still ends stdout with a result object (`is_error: true`);
 /// the exit codes are the same in every format.
-pub async fn run(config: Config, task: &str, format: OutputFormat) -> anyhow::Result<ExitCode> {
+pub async fn run(
+    config: Config,
+    task: &str,
+    format: OutputFormat,
+    session: &SessionArgs,
+) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
-    // Sessions are not kept yet: the id stays empty until they are.
-    let session_id = String::new();
+    // The session is opened first: its id goes into every output format.
+    let opened = session::open(session, &config.workspace).map_err(anyhow::Error::msg)?;
+    let session_id = opened.file.id.clone();
     let mut output = RunOutput::stdout(format, &config.model.model, &session_id);
+    if let Some(warning) = &opened.warning {
+        output.ui().notice(warning);
+    }
     let mut report = RunReport {
         ending: Ending::Failed(String::new()),
         session_id,
@@ -32,7 +42,7 @@ pub async fn run(config: Config, task: &str, format: OutputFormat) -> anyhow::Re
         duration: Default::default(),
         duration_api: Default::default(),
     };
-    let result = run_loop(config, task, &mut output, &mut report.usage).await;
+    let result = run_loop(config, task, &opened, &mut output, &mut report.usage).await;
     report.duration = started.elapsed();
     match result {
         Ok(summary) => {
@@ -44,6 +54,10 @@ pub async fn run(config: Config, task: &str, format: OutputFormat) -> anyhow::Re
             };
             output.finish(&report);
             output.ui().notice(&format!("usage: {}", report.usage));
+            output.ui().notice(&format!(
+                "session {} kept: continue it with --resume {}",
+                report.session_id, report.session_id
+            ));
             Ok(match outcome {
                 Outcome::Done => ExitCode::SUCCESS,
                 Outcome::IterationLimit => ExitCode::from(EXIT_ITERATION_LIMIT),
@@ -63,6 +77,7 @@ pub async fn run(config: Config, task: &str, format: OutputFormat) -> anyhow::Re
 async fn run_loop(
     config: Config,
     task: &str,
+    opened: &Opened,
     output: &mut RunOutput,
     usage: &mut UsageLedger,
 ) -> anyhow::Result<RunSummary> {
@@ -98,12 +113,16 @@ async fn run_loop(
     let system_prompt = prompt::system_prompt(&config.workspace, &guidance);
     // On a terminal the user answers the calls the policy asks about;
     // without one they are denied.
-    let mut agent = Agent::new(client, hub, &system_prompt, config.agent)
+    // A continued session gets the system prompt of today's config.
+    let history = opened.file.messages.clone();
+    let mut agent = Agent::resume(client, hub, &system_prompt, config.agent, history)
         .with_approvals(Approvals::terminal())
-        .with_hooks(hooks);
+        .with_hooks(hooks)
+        .with_compaction(config.compaction);
     watch_ctrl_c(agent.interrupt());
 
-    let result = agent.run(task, ui).await;
+    let mut ui = Keeper::new(ui, opened);
+    let result = agent.run(task, &mut ui).await;
     *usage = agent.usage();
     agent.into_tools().shutdown().await;
     Ok(result?)

@@ -220,7 +220,8 @@ impl AgentServer {
         let mut agent = Agent::resume(client, tools, &system_prompt, config, history.clone())
             .with_interrupt(interrupt.clone())
             .with_approvals(approvals)
-            .with_hooks(hooks);
+            .with_hooks(hooks)
+            .with_compaction(runtime.config.compaction);
 
         let target = ProgressTarget::default();
         let last_step = Arc::new(Mutex::new("starting".to_owned()));

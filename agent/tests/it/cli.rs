@@ -857,3 +857,125 @@ async fn ctrl_c_to_the_group_mid_commit_and_mid_external_call_lets_both_finish()
     assert_eq!(pids.len(), 3, "{pids:?}");
     assert_all_end(&pids).await;
 }
+
+#[tokio::test]
+async fn a_run_keeps_its_session_and_continue_resumes_it_with_todays_system_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
+    let mock = MockModel::start_strict(vec![
+        tool_calls(&[call("c1", "read_file", json!({"path": "a.txt"}))]).into(),
+        text(&["first done"]).into(),
+        text(&["second done"]).into(),
+        text(&["fresh after corruption"]).into(),
+    ])
+    .await;
+    let url = mock.base_url();
+    let workspace = workspace_arg(dir.path());
+    let first = nanohermes(
+        &["run", "--workspace", &workspace, "first task"],
+        &on_mock(&mock, &url),
+    )
+    .await;
+    assert_eq!(first.code, Some(0), "{first:#?}");
+    let id = first
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("nanohermes: session ")?.split(' ').next())
+        .unwrap_or_else(|| panic!("no session line: {}", first.stderr))
+        .to_owned();
+    let file = dir.path().join(format!(".nanohermes/sessions/{id}.json"));
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let saved = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        !saved.contains("test-key"),
+        "the key must not land in a session file"
+    );
+
+    // The guidance changed between the runs: the continued session is
+    // sent today's system prompt, then the old conversation.
+    std::fs::write(dir.path().join("AGENTS.md"), "Always answer in haiku.\n").unwrap();
+    let second = nanohermes(
+        &[
+            "run",
+            "--workspace",
+            &workspace,
+            "--continue",
+            "second task",
+        ],
+        &on_mock(&mock, &url),
+    )
+    .await;
+    assert_eq!(second.code, Some(0), "{second:#?}");
+    let requests = mock.requests();
+    let messages = requests[2].messages();
+    assert!(
+        messages[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Always answer in haiku.")
+    );
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool", "assistant", "user"]
+    );
+    assert_eq!(messages[1]["content"], "first task");
+    assert_eq!(messages[5]["content"], "second task");
+
+    // A damaged file: a warning, a fresh session, the file kept aside.
+    std::fs::write(&file, "{\"version\": 1, \"messages\": [").unwrap();
+    let third = nanohermes(
+        &[
+            "run",
+            "--workspace",
+            &workspace,
+            "--resume",
+            &id,
+            "third task",
+        ],
+        &on_mock(&mock, &url),
+    )
+    .await;
+    assert_eq!(third.code, Some(0), "{third:#?}");
+    assert!(third.stderr.contains("is damaged"), "{}", third.stderr);
+    assert_eq!(
+        mock.requests()[3].messages().len(),
+        2,
+        "a fresh conversation"
+    );
+    let kept: Vec<_> = std::fs::read_dir(file.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".corrupt-"))
+        .collect();
+    assert_eq!(kept.len(), 1);
+    assert_requests_valid(&mock.requests());
+
+    let missing = nanohermes(
+        &[
+            "run",
+            "--workspace",
+            &workspace,
+            "--resume",
+            "0000-none",
+            "x",
+        ],
+        &on_mock(&mock, &url),
+    )
+    .await;
+    assert_eq!(missing.code, Some(1));
+    assert!(
+        missing
+            .stderr
+            .contains("--resume 0000-none: no such session"),
+        "{}",
+        missing.stderr
+    );
+}
