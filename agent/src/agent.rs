@@ -16,6 +16,11 @@
 //! its budget is compacted ([`crate::compaction`]): a whole step at a time,
 //! so a call is never parted from its results. A context-length refusal
 //! compacts too, and the request is retried once.
+//!
+//! With recall on ([`Agent::with_recall`]) and the memory server offered,
+//! the memories matching the user's text are the system message's marked
+//! block before the user message is added, and a completed turn that used
+//! tools is distilled into new memories ([`crate::recall`]).
 
 use std::panic::AssertUnwindSafe;
 
@@ -29,6 +34,7 @@ use crate::interrupt::Interrupt;
 use crate::llm::{AssistantTurn, ChatEvent, Client, LlmError, ToolCall};
 use crate::policy::approval::{Approvals, DENIED};
 use crate::policy::{Policy, Verdict};
+use crate::recall;
 use crate::toolbox::ToolBox;
 use crate::ui::Ui;
 use crate::usage::UsageLedger;
@@ -96,6 +102,7 @@ pub struct Agent<T> {
     hooks: Hooks,
     approvals: Approvals,
     compaction: CompactionConfig,
+    recall: bool,
 }
 
 impl<T: ToolBox> Agent<T> {
@@ -112,6 +119,7 @@ impl<T: ToolBox> Agent<T> {
             hooks: Hooks::default(),
             approvals: Approvals::denying(),
             compaction: CompactionConfig::default(),
+            recall: false,
         }
     }
 
@@ -156,6 +164,62 @@ impl<T: ToolBox> Agent<T> {
     pub fn with_compaction(mut self, compaction: CompactionConfig) -> Self {
         self.compaction = compaction;
         self
+    }
+
+    /// Searches long-term memory before each user message and distils
+    /// completed turns that used tools into new memories, when the
+    /// built-in memory server is offered (off by default).
+    pub fn with_recall(mut self, on: bool) -> Self {
+        self.recall = on;
+        self
+    }
+
+    /// The memory server's tools, when recall is on and they are offered.
+    fn memory_tools(&self) -> Option<recall::MemoryTools> {
+        self.recall
+            .then(|| recall::memory_tools(&self.tools))
+            .flatten()
+    }
+
+    /// The recalled-memories block of the system message, replaced with
+    /// the hits for `query` (removed when there are none).
+    async fn recall_memories(&mut self, query: &str, ui: &mut dyn Ui) {
+        let Some(names) = self.memory_tools() else {
+            return;
+        };
+        if let Err(error) =
+            recall::refresh_block(&self.tools, &names, &mut self.messages, query).await
+        {
+            ui.notice(&format!("searching long-term memory failed: {error}"));
+        }
+    }
+
+    /// Distils the last turn into at most three new memories, when the
+    /// policy lets `memory_save` run unasked.
+    async fn distil_memories(&mut self, ui: &mut dyn Ui) {
+        let Some(names) = self.memory_tools() else {
+            return;
+        };
+        let allowed = names.save.as_deref().is_some_and(|save| {
+            self.tools
+                .facts(save)
+                .is_some_and(|facts| self.config.policy.check(save, &facts) == Verdict::Run)
+        });
+        if !allowed {
+            return;
+        }
+        match recall::distil(&self.client, &self.tools, &names, &self.messages).await {
+            Ok(done) => {
+                self.usage.record(done.usage);
+                if done.saved + done.known > 0 {
+                    ui.notice(&format!(
+                        "long-term memory: {} saved, {} already known",
+                        done.saved, done.known
+                    ));
+                }
+            }
+            Err(error) => ui.notice(&format!("distilling memories failed: {error}")),
+        }
     }
 
     /// Compacts now, whatever the size (`/compact`): everything between the
@@ -276,6 +340,7 @@ impl<T: ToolBox> Agent<T> {
                 });
             }
         };
+        self.recall_memories(&task, ui).await;
         self.messages.push(user_message(&task));
         // A resumed session may already be past the budget.
         self.compact_if_due(ui).await;
@@ -343,6 +408,9 @@ impl<T: ToolBox> Agent<T> {
             ));
             Outcome::IterationLimit
         };
+        if completed && used_tools {
+            self.distil_memories(ui).await;
+        }
         self.hooks.after_run(ui).await;
         Ok(RunSummary {
             outcome,

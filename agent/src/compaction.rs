@@ -163,8 +163,9 @@ fn first_words(text: &str) -> String {
     text.to_owned()
 }
 
-/// One dropped message as the summariser reads it.
-fn transcript_line(message: &Value) -> String {
+/// One dropped message as the summariser reads it (and the memory
+/// distiller, [`crate::recall`]).
+pub(crate) fn transcript_line(message: &Value) -> String {
     let role = message["role"].as_str().unwrap_or("unknown");
     let content = match &message["content"] {
         Value::String(text) => text.clone(),

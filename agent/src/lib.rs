@@ -18,6 +18,7 @@
 //! | [`history`] | the message shapes the history is made of |
 //! | [`compaction`] | the history past its budget, replaced by a summary |
 //! | [`policy`] | the permission gate |
+//! | [`recall`] | long-term memory: the recalled block, distillation |
 //! | [`prompt`] | the system prompt: AGENTS.md layering, NANOHERMES.md, skills |
 //! | [`usage`] | the token ledger |
 //! | [`interrupt`] | the step-boundary interrupt flag |
@@ -50,6 +51,7 @@ pub mod llm;
 pub mod output;
 pub mod policy;
 pub mod prompt;
+pub mod recall;
 pub mod serve;
 pub mod session;
 pub mod toolbox;

@@ -37,6 +37,9 @@ mod output;
 /// The permission gate: modes over annotated external servers, allow/deny in other agents'
 /// spellings, approval on a pseudo-terminal and the denial without one.
 mod permissions;
+/// Long-term memory: the recalled block replaced each turn, distillation that skips known
+/// memories, failures as notices.
+mod recall;
 /// A server whose tool list changes mid-run: declared at the next step, removed tools answered.
 mod refresh;
 /// `nanohermes serve` mounted by an rmcp client: run_task, progress, cancellation, sessions,
