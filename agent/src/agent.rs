@@ -487,6 +487,41 @@ impl<T: ToolBox> Agent<T> {
     }
 }
 
+/// What the interactive mode does to the conversation between runs.
+impl<T: ToolBox> Agent<T> {
+    /// Removes the last user turn and everything after it (`/undo`): the
+    /// history is valid again, as it was before that turn. A compaction
+    /// summary is not a turn and stays. Returns how many messages went, or
+    /// `None` when there is no turn to remove (none yet, or compacted).
+    pub fn undo(&mut self) -> Option<usize> {
+        let start = self
+            .messages
+            .iter()
+            .enumerate()
+            .skip(1)
+            .rev()
+            .find(|(_, m)| m["role"] == "user" && !compaction::is_compaction_message(m))
+            .map(|(index, _)| index)?;
+        Some(self.messages.drain(start..).count())
+    }
+
+    /// Starts over (`/reset`): only the system message stays. Returns how
+    /// many messages went. Usage and used call ids are kept.
+    pub fn reset(&mut self) -> usize {
+        self.messages.drain(1..).count()
+    }
+
+    /// Puts a new permission gate in place (`/mode`) for the next call.
+    pub fn set_policy(&mut self, policy: Policy) {
+        self.config.policy = policy;
+    }
+
+    /// The tool box, to change what it offers.
+    pub fn tools_mut(&mut self) -> &mut T {
+        &mut self.tools
+    }
+}
+
 /// The result for arguments that are not one JSON object. The raw text
 /// appears here only (clamped): the history records `{}` for the call.
 fn invalid_arguments(call: &ToolCall, reason: &str) -> String {

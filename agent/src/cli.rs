@@ -1,5 +1,6 @@
-//! The command line: `nanohermes run "TASK"`, `nanohermes tools`,
-//! `nanohermes mcp …` and `nanohermes serve`.
+//! The command line: `nanohermes` alone (the interactive mode),
+//! `nanohermes run "TASK"`, `nanohermes tools`, `nanohermes mcp …` and
+//! `nanohermes serve`.
 //!
 //! Every command loads the configuration the same way ([`setup::load`]):
 //! the user's config, a trusted project's files, the environment, the
@@ -39,9 +40,9 @@ pub const EXIT_INTERRUPTED: u8 = 130;
 #[derive(Debug, Parser)]
 #[command(name = "nanohermes", version, about, long_about = None)]
 pub struct Cli {
-    /// What to do.
+    /// What to do; none starts the interactive mode.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
     /// Settings shared by every command.
     #[command(flatten)]
     pub options: Options,
@@ -88,7 +89,7 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     // A built-in child needs no model, key or config: it runs its own runtime.
-    if let Command::Builtin { name, args } = &cli.command {
+    if let Some(Command::Builtin { name, args }) = &cli.command {
         return crate::hub::serve_builtin_main(name, args);
     }
     init_logging();
@@ -103,17 +104,21 @@ pub fn main() -> ExitCode {
     let outcome = runtime.block_on(async move {
         signals::watch_terminate();
         match cli.command {
-            Command::Run {
+            None => {
+                let config = load(&options, true)?.config;
+                crate::repl::main(config, &options.session).await
+            }
+            Some(Command::Run {
                 task,
                 output_format,
-            } => {
+            }) => {
                 let config = load(&options, true)?.config;
                 run(config, &task.join(" "), output_format, &options.session).await
             }
-            Command::Tools => tools(load(&options, false)?.config).await,
-            Command::Mcp { command } => mcp::main(&options, command).await,
-            Command::Serve(args) => crate::serve::main(&options, args).await,
-            Command::Builtin { .. } => unreachable!("served before the runtime starts"),
+            Some(Command::Tools) => tools(load(&options, false)?.config).await,
+            Some(Command::Mcp { command }) => mcp::main(&options, command).await,
+            Some(Command::Serve(args)) => crate::serve::main(&options, args).await,
+            Some(Command::Builtin { .. }) => unreachable!("served before the runtime starts"),
         }
     });
     // Do not wait for blocking tasks a tool may have left behind.

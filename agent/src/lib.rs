@@ -25,6 +25,7 @@
 //! | [`ui`] | where text, tool lines and notices go |
 //! | [`config`] | flags and environment, resolved |
 //! | [`cli`] | the `nanohermes` commands and exit codes |
+//! | [`repl`] | `nanohermes` alone: the interactive mode and its commands |
 //! | [`serve`] | `nanohermes serve`: the agent as an MCP server (`run_task`) |
 //! | [`session`] | session files: atomic, 0600, resumable |
 //!
@@ -52,6 +53,7 @@ pub mod output;
 pub mod policy;
 pub mod prompt;
 pub mod recall;
+pub mod repl;
 pub mod serve;
 pub mod session;
 pub mod toolbox;

@@ -507,10 +507,15 @@ impl Hub {
     /// (execution gates), so a call to a withheld tool is refused with the
     /// policy's reason rather than "unknown tool".
     pub fn offer_only(mut self, policy: Policy) -> Hub {
+        self.offer(policy);
+        self
+    }
+
+    /// [`Hub::offer_only`] in place (the interactive `/mode`).
+    pub fn offer(&mut self, policy: Policy) {
         // Kept, so every refresh narrows the new declarations the same way.
         self.catalog.offer(policy);
         self.rebuild();
-        self
     }
 
     /// Sets one per-call timeout for every server, instead of

@@ -1,0 +1,262 @@
+//! The interactive mode through a real pseudo-terminal (util-linux
+//! `script`): tasks stream their answers over one kept history, the slash
+//! commands, Ctrl-C during a slow tool and twice at the prompt.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::support::history::assert_requests_valid;
+use crate::support::mock_model::{MockModel, call, text, tool_calls};
+use crate::support::tool_result;
+
+/// Generous: only there to turn a hang into a failure.
+const HANG: Duration = Duration::from_secs(90);
+
+/// `nanohermes` (no command) on a pseudo-terminal, with what it printed.
+struct Terminal {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    screen: Arc<Mutex<String>>,
+    /// Where the next `expect` starts looking.
+    seen: usize,
+    _dir: tempfile::TempDir,
+    workspace: PathBuf,
+}
+
+impl Terminal {
+    /// Starts the agent against `mock`; `config` is the user's config.toml.
+    fn start(mock: &MockModel, config: &str, env: &[(&str, &str)]) -> Option<Terminal> {
+        if !Path::new("/usr/bin/script").exists() {
+            eprintln!("skipped: /usr/bin/script (util-linux) is not installed");
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let workspace = dir.path().join("ws");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&workspace).unwrap();
+        let workspace = workspace.canonicalize().unwrap();
+        std::fs::write(home.join("config.toml"), config).unwrap();
+        // `exec`: the agent itself is the terminal's foreground process,
+        // so the terminal's Ctrl-C reaches it and no shell in between.
+        let inner = format!(
+            "exec {}",
+            shlex::try_join([
+                env!("CARGO_BIN_EXE_nanohermes"),
+                "--workspace",
+                workspace.to_str().unwrap(),
+            ])
+            .unwrap()
+        );
+        let mut command = tokio::process::Command::new("/usr/bin/script");
+        command
+            .args(["-qec", &inner, "/dev/null"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .env("NANOHERMES_HOME", &home)
+            .env("OPENAI_BASE_URL", mock.base_url())
+            .env("OPENAI_API_KEY", "test-key")
+            .env("NANOHERMES_MODEL", "main-model")
+            .env("TERM", "xterm")
+            .env_remove("NANOHERMES_MODE")
+            .env_remove("NANOHERMES_FALLBACK_MODEL")
+            .env_remove("NANOHERMES_LOG")
+            .env_remove("NO_COLOR")
+            .kill_on_drop(true);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let screen = Arc::new(Mutex::new(String::new()));
+        let sink = screen.clone();
+        tokio::spawn(async move {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Some(Terminal {
+            child,
+            stdin,
+            screen,
+            seen: 0,
+            _dir: dir,
+            workspace,
+        })
+    }
+
+    fn screen(&self) -> String {
+        self.screen.lock().unwrap().clone()
+    }
+
+    /// Waits until `needle` appears after what earlier expectations saw.
+    async fn expect(&mut self, needle: &str) {
+        let deadline = tokio::time::Instant::now() + HANG;
+        loop {
+            let screen = self.screen();
+            if let Some(at) = screen[self.seen..].find(needle) {
+                self.seen += at + needle.len();
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "never saw {needle:?} on the screen:\n{screen}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Types `keys` (a line ends with `\r`, as the Enter key sends it).
+    async fn type_keys(&mut self, keys: &str) {
+        self.stdin.write_all(keys.as_bytes()).await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
+    /// Waits for the prompt, then types `line` and Enter.
+    async fn line(&mut self, line: &str) {
+        self.expect("> ").await;
+        self.type_keys(&format!("{line}\r")).await;
+    }
+
+    async fn wait(&mut self) -> (std::process::ExitStatus, String) {
+        let status = tokio::time::timeout(HANG, self.child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("the agent did not exit:\n{}", self.screen()))
+            .unwrap();
+        // The reader ends with the terminal.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        (status, self.screen())
+    }
+}
+
+fn user_texts(messages: &[Value]) -> Vec<&str> {
+    messages
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .collect()
+}
+
+#[tokio::test]
+async fn tasks_stream_over_one_history_undo_removes_a_turn_usage_and_exit() {
+    let mock = MockModel::start(vec![
+        text(&["Hel", "lo there"]).into(),
+        text(&["second answer"]).into(),
+        text(&["third answer"]).into(),
+    ])
+    .await;
+    let Some(mut t) = Terminal::start(&mock, "", &[("NO_COLOR", "1")]) else {
+        return;
+    };
+    t.expect("type a task, /help for the commands").await;
+    t.line("first task").await;
+    t.expect("Hello there").await;
+    t.line("second task").await;
+    t.expect("second answer").await;
+    t.line("/undo").await;
+    t.expect("undone: the last task and 2 messages removed")
+        .await;
+    t.line("/usage").await;
+    t.expect("usage: ").await;
+    t.line("/help").await;
+    t.expect("/mode MODE").await;
+    t.line("/nope").await;
+    t.expect("/nope is not a command").await;
+    t.line("third task").await;
+    t.expect("third answer").await;
+    t.line("/exit").await;
+    let (status, screen) = t.wait().await;
+    assert!(status.success(), "{status:?}\n{screen}");
+    assert!(screen.contains("session "), "{screen}");
+    assert!(
+        !screen.contains("\x1b[33m") && !screen.contains("\x1b[2mtool"),
+        "NO_COLOR: {screen:?}"
+    );
+
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3, "{screen}");
+    assert_requests_valid(&requests);
+    // One history: the second request carries the first turn.
+    assert_eq!(
+        user_texts(requests[1].messages()),
+        ["first task", "second task"]
+    );
+    // /undo took the second turn out of what the model sees next.
+    let third = requests[2].messages();
+    assert_eq!(user_texts(third), ["first task", "third task"], "{third:?}");
+    assert!(
+        third
+            .iter()
+            .all(|m| m["content"].as_str() != Some("second answer")),
+        "{third:?}"
+    );
+    // The session file follows: the kept history has the third turn and not the second.
+    let sessions: Vec<_> = std::fs::read_dir(t.workspace.join(".nanohermes/sessions"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(sessions.len(), 1);
+    let file: Value = serde_json::from_slice(&std::fs::read(sessions[0].path()).unwrap()).unwrap();
+    let kept = file["messages"].as_array().unwrap();
+    assert_eq!(user_texts(kept), ["first task", "third task"]);
+}
+
+#[tokio::test]
+async fn ctrl_c_during_a_slow_tool_keeps_a_valid_history_and_twice_at_the_prompt_exits() {
+    let mock = MockModel::start(vec![
+        tool_calls(&[call(
+            "c_slow",
+            "run_command",
+            json!({"command": "touch started; sleep 2; echo slept"}),
+        )])
+        .into(),
+        text(&["after the interrupt"]).into(),
+    ])
+    .await;
+    let Some(mut t) = Terminal::start(&mock, "auto_approve = true\n", &[]) else {
+        return;
+    };
+    t.line("slow task").await;
+    // The tool is running: Ctrl-C now.
+    let started = t.workspace.join("started");
+    let deadline = tokio::time::Instant::now() + HANG;
+    while !started.exists() {
+        assert!(tokio::time::Instant::now() < deadline, "{}", t.screen());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    t.type_keys("\x03").await;
+    t.expect("interrupted — the conversation was kept").await;
+    assert_eq!(mock.requests().len(), 1, "stopped at the step boundary");
+    t.line("go on").await;
+    t.expect("after the interrupt").await;
+    t.expect("> ").await;
+    t.type_keys("\x03").await;
+    t.expect("press Ctrl-C again to exit").await;
+    t.type_keys("\x03").await;
+    let (status, screen) = t.wait().await;
+    assert!(status.success(), "{status:?}\n{screen}");
+    // Colour on a terminal without NO_COLOR.
+    assert!(
+        screen.contains("\x1b[33mnanohermes: interrupted — the conversation was kept"),
+        "{screen:?}"
+    );
+
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2, "{screen}");
+    assert_requests_valid(&requests);
+    let messages = requests[1].messages();
+    let slow = tool_result(messages, "c_slow");
+    assert!(slow.trim_end().ends_with("slept"), "{slow}");
+    assert_eq!(user_texts(messages), ["slow task", "go on"]);
+}
