@@ -173,6 +173,10 @@ async fn tasks_stream_over_one_history_undo_removes_a_turn_usage_and_exit() {
     t.expect("/mode MODE").await;
     t.line("/nope").await;
     t.expect("/nope is not a command").await;
+    t.line("/mode plan").await;
+    t.expect("mode: plan").await;
+    t.line("/tools").await;
+    t.expect("read_file (files, read-only)").await;
     t.line("third task").await;
     t.expect("third answer").await;
     t.line("/exit").await;
@@ -187,6 +191,22 @@ async fn tasks_stream_over_one_history_undo_removes_a_turn_usage_and_exit() {
     let requests = mock.requests();
     assert_eq!(requests.len(), 3, "{screen}");
     assert_requests_valid(&requests);
+    let declared = |i: usize| -> Vec<String> {
+        requests[i].body["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert!(declared(1).iter().any(|n| n == "write_file"));
+    // /mode plan: only read-only tools are offered from then on.
+    assert!(declared(2).iter().any(|n| n == "read_file"));
+    assert!(
+        !declared(2).iter().any(|n| n == "write_file"),
+        "{:?}",
+        declared(2)
+    );
     // One history: the second request carries the first turn.
     assert_eq!(
         user_texts(requests[1].messages()),
@@ -259,4 +279,69 @@ async fn ctrl_c_during_a_slow_tool_keeps_a_valid_history_and_twice_at_the_prompt
     let slow = tool_result(messages, "c_slow");
     assert!(slow.trim_end().ends_with("slept"), "{slow}");
     assert_eq!(user_texts(messages), ["slow task", "go on"]);
+}
+
+#[tokio::test]
+async fn undo_removes_whole_turns_from_the_end_and_never_a_compaction_summary() {
+    use crate::support::history::assert_history_valid;
+    use crate::support::{Capture, agent, hub, settings};
+    use nanohermes::compaction::CompactionConfig;
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "x").unwrap();
+    let mock = MockModel::start(vec![
+        text(&["one"]).into(),
+        tool_calls(&[call("c_read", "read_file", json!({"path": "a.txt"}))]).into(),
+        text(&["two"]).into(),
+        text(&["the summary"]).into(),
+        text(&["three"]).into(),
+    ])
+    .await;
+    let mut agent =
+        agent(settings(&mock), hub(dir.path(), vec![]).await).with_compaction(CompactionConfig {
+            keep_messages: 4,
+            ..CompactionConfig::default()
+        });
+    let mut ui = Capture::default();
+    assert_eq!(agent.undo(), None, "no turn yet");
+    agent.run("task one", &mut ui).await.unwrap();
+    agent.run("task two", &mut ui).await.unwrap();
+    // [system, u1, a1, u2, call, result, a2]: the last four stay, the
+    // first turn becomes the summary.
+    assert_eq!(agent.compact().await, 2);
+    agent.run("task three", &mut ui).await.unwrap();
+    let roles = |a: &nanohermes::agent::Agent<_>| -> Vec<String> {
+        a.messages()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        roles(&agent),
+        [
+            "system",
+            "user",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "user",
+            "assistant"
+        ]
+    );
+
+    assert_eq!(agent.undo(), Some(2));
+    assert_history_valid(agent.messages());
+    // The second turn: its user message, the call, its result, the answer.
+    assert_eq!(agent.undo(), Some(4));
+    assert_history_valid(agent.messages());
+    assert!(nanohermes::compaction::is_compaction_message(
+        &agent.messages()[1]
+    ));
+    assert_eq!(agent.messages().len(), 2);
+    assert_eq!(agent.undo(), None, "the summary is not a turn");
+    assert_eq!(agent.messages().len(), 2);
+    assert_eq!(agent.reset(), 1);
+    assert_eq!(roles(&agent), ["system"]);
+    agent.into_tools().shutdown().await;
 }
