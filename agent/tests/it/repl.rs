@@ -24,7 +24,9 @@ struct Terminal {
     /// Where the next `expect` starts looking.
     seen: usize,
     _dir: tempfile::TempDir,
+    home: PathBuf,
     workspace: PathBuf,
+    env: Vec<(String, String)>,
 }
 
 impl Terminal {
@@ -41,59 +43,27 @@ impl Terminal {
         std::fs::create_dir_all(&workspace).unwrap();
         let workspace = workspace.canonicalize().unwrap();
         std::fs::write(home.join("config.toml"), config).unwrap();
-        // `exec`: the agent itself is the terminal's foreground process,
-        // so the terminal's Ctrl-C reaches it and no shell in between.
-        let inner = format!(
-            "exec {}",
-            shlex::try_join([
-                env!("CARGO_BIN_EXE_nanohermes"),
-                "--workspace",
-                workspace.to_str().unwrap(),
-            ])
-            .unwrap()
-        );
-        let mut command = tokio::process::Command::new("/usr/bin/script");
-        command
-            .args(["-qec", &inner, "/dev/null"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .env("NANOHERMES_HOME", &home)
-            .env("OPENAI_BASE_URL", mock.base_url())
-            .env("OPENAI_API_KEY", "test-key")
-            .env("NANOHERMES_MODEL", "main-model")
-            .env("TERM", "xterm")
-            .env_remove("NANOHERMES_MODE")
-            .env_remove("NANOHERMES_FALLBACK_MODEL")
-            .env_remove("NANOHERMES_LOG")
-            .env_remove("NO_COLOR")
-            .kill_on_drop(true);
-        for (key, value) in env {
-            command.env(key, value);
-        }
-        let mut child = command.spawn().unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let mut stdout = child.stdout.take().unwrap();
-        let screen = Arc::new(Mutex::new(String::new()));
-        let sink = screen.clone();
-        tokio::spawn(async move {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = stdout.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                sink.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let (child, stdin, screen) = spawn(mock, &home, &workspace, &env, &[]);
         Some(Terminal {
             child,
             stdin,
             screen,
             seen: 0,
             _dir: dir,
+            home,
             workspace,
+            env,
         })
+    }
+
+    /// A new agent in the same home and workspace (after the last one exited).
+    fn again(&mut self, mock: &MockModel, args: &[&str]) {
+        let (child, stdin, screen) = spawn(mock, &self.home, &self.workspace, &self.env, args);
+        (self.child, self.stdin, self.screen, self.seen) = (child, stdin, screen, 0);
     }
 
     fn screen(&self) -> String {
@@ -138,6 +108,65 @@ impl Terminal {
         tokio::time::sleep(Duration::from_millis(100)).await;
         (status, self.screen())
     }
+}
+
+/// `script` running `nanohermes --workspace WS ARGS…` with `env`, and the
+/// screen it fills.
+fn spawn(
+    mock: &MockModel,
+    home: &Path,
+    workspace: &Path,
+    env: &[(String, String)],
+    args: &[&str],
+) -> (
+    tokio::process::Child,
+    tokio::process::ChildStdin,
+    Arc<Mutex<String>>,
+) {
+    // `exec`: the agent itself is the terminal's foreground process,
+    // so the terminal's Ctrl-C reaches it and no shell in between.
+    let mut words = vec![
+        env!("CARGO_BIN_EXE_nanohermes"),
+        "--workspace",
+        workspace.to_str().unwrap(),
+    ];
+    words.extend_from_slice(args);
+    let inner = format!("exec {}", shlex::try_join(words).unwrap());
+    let mut command = tokio::process::Command::new("/usr/bin/script");
+    command
+        .args(["-qec", &inner, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .env("NANOHERMES_HOME", home)
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("OPENAI_API_KEY", "test-key")
+        .env("NANOHERMES_MODEL", "main-model")
+        .env("TERM", "xterm")
+        .env_remove("NANOHERMES_MODE")
+        .env_remove("NANOHERMES_FALLBACK_MODEL")
+        .env_remove("NANOHERMES_LOG")
+        .env_remove("NO_COLOR")
+        .kill_on_drop(true);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let mut child = command.spawn().unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let screen = Arc::new(Mutex::new(String::new()));
+    let sink = screen.clone();
+    tokio::spawn(async move {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    (child, stdin, screen)
 }
 
 fn user_texts(messages: &[Value]) -> Vec<&str> {
@@ -266,6 +295,8 @@ async fn ctrl_c_during_a_slow_tool_keeps_a_valid_history_and_twice_at_the_prompt
     t.type_keys("\x03").await;
     let (status, screen) = t.wait().await;
     assert!(status.success(), "{status:?}\n{screen}");
+    // The spinner ran while the tool did.
+    assert!(screen.contains("working…"), "{screen:?}");
     // Colour on a terminal without NO_COLOR.
     assert!(
         screen.contains("\x1b[33mnanohermes: interrupted — the conversation was kept"),
@@ -344,4 +375,94 @@ async fn undo_removes_whole_turns_from_the_end_and_never_a_compaction_summary() 
     assert_eq!(agent.reset(), 1);
     assert_eq!(roles(&agent), ["system"]);
     agent.into_tools().shutdown().await;
+}
+
+#[tokio::test]
+async fn continue_picks_the_conversation_up_and_a_call_is_approved_at_the_prompt() {
+    let first = MockModel::start(vec![text(&["first answer"]).into()]).await;
+    let Some(mut t) = Terminal::start(&first, "", &[]) else {
+        return;
+    };
+    t.line("remember this").await;
+    t.expect("first answer").await;
+    t.line("/exit").await;
+    let (status, screen) = t.wait().await;
+    assert!(status.success(), "{status:?}\n{screen}");
+
+    let second = MockModel::start(vec![
+        tool_calls(&[call(
+            "c_run",
+            "run_command",
+            json!({"command": "echo approved > ok.txt"}),
+        )])
+        .into(),
+        text(&["done"]).into(),
+    ])
+    .await;
+    t.again(&second, &["--continue"]);
+    t.expect("continuing session").await;
+    t.line("do it").await;
+    // The default mode asks; the answer is read while the editor is idle.
+    t.expect("Allow? [y]es / [n]o / [a]lways for run_command:")
+        .await;
+    t.type_keys("y\r").await;
+    t.expect("done").await;
+    t.line("/exit").await;
+    let (status, screen) = t.wait().await;
+    assert!(status.success(), "{status:?}\n{screen}");
+    assert!(t.workspace.join("ok.txt").exists(), "{screen}");
+
+    let requests = second.requests();
+    assert_eq!(requests.len(), 2, "{screen}");
+    assert_requests_valid(&requests);
+    assert_eq!(
+        user_texts(requests[0].messages()),
+        ["remember this", "do it"]
+    );
+    assert!(
+        !tool_result(requests[1].messages(), "c_run").starts_with("ERROR"),
+        "{screen}"
+    );
+}
+
+#[tokio::test]
+async fn without_a_terminal_lines_come_from_stdin_and_nothing_is_painted() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mock = MockModel::start(vec![text(&["plain answer"]).into()]).await;
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"));
+    command
+        .args(["--workspace", dir.path().to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .env("NANOHERMES_HOME", &home)
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("OPENAI_API_KEY", "test-key")
+        .env("NANOHERMES_MODEL", "main-model")
+        .env_remove("NANOHERMES_MODE")
+        .env_remove("NO_COLOR")
+        .kill_on_drop(true);
+    let mut child = command.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"hello\n/usage\n").await.unwrap();
+    // End of input ends the session.
+    drop(stdin);
+    let output = tokio::time::timeout(HANG, child.wait_with_output())
+        .await
+        .expect("nanohermes finished")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{output:?}");
+    assert!(stdout.contains("plain answer"), "{stdout}");
+    assert!(stdout.contains("usage: "), "{stdout}");
+    assert!(
+        !stderr.contains('\x1b'),
+        "no colour off a terminal: {stderr:?}"
+    );
+    assert!(!stderr.contains("working…"), "no spinner: {stderr:?}");
+    assert!(stderr.contains("session "), "{stderr}");
+    assert_eq!(mock.requests().len(), 1);
 }
