@@ -241,6 +241,9 @@ pub struct Config {
     /// When the history is compacted (`compact_threshold_chars`,
     /// `compact_keep_messages`).
     pub compaction: CompactionConfig,
+    /// Long-term memory around each task (`memory`, default false; the
+    /// memory server must be enabled too).
+    pub memory: bool,
     /// Permission mode, allow/deny rules, auto-approval and hooks.
     pub rules: Rules,
     /// Where AGENTS.md, NANOHERMES.md and skills are looked for besides
@@ -352,6 +355,7 @@ impl Config {
             hub,
             agent,
             compaction,
+            memory: settings.memory.unwrap_or(false),
             rules,
             guidance,
         })
@@ -497,6 +501,13 @@ mod tests {
                 keep_messages: 4
             }
         );
+        assert!(!config.memory, "long-term memory is off by default");
+        let mindful = Settings {
+            base_url: Some("http://localhost:11434/v1".into()),
+            memory: Some(true),
+            ..Settings::default()
+        };
+        assert!(resolve(&[], mindful, None).unwrap().memory);
     }
 
     #[test]

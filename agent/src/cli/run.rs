@@ -118,7 +118,8 @@ async fn run_loop(
     let mut agent = Agent::resume(client, hub, &system_prompt, config.agent, history)
         .with_approvals(Approvals::terminal())
         .with_hooks(hooks)
-        .with_compaction(config.compaction);
+        .with_compaction(config.compaction)
+        .with_recall(config.memory);
     watch_ctrl_c(agent.interrupt());
 
     let mut ui = Keeper::new(ui, opened);

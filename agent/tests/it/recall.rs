@@ -245,3 +245,70 @@ async fn failed_distillation_and_recall_off_are_notices_and_no_requests() {
     shut_down(off).await;
     assert_eq!(stored(&db), ["The file a.txt holds one letter"]);
 }
+
+/// `nanohermes run` in `workspace` with `home` as NANOHERMES_HOME (its
+/// `memory.db` is the built-in memory server's) on the mock.
+async fn run_binary(home: &Path, workspace: &Path, mock: &MockModel, task: &str) -> String {
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"))
+        .args(["run", "--workspace", &workspace.display().to_string(), task])
+        .env("NANOHERMES_HOME", home)
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("OPENAI_API_KEY", "test-key")
+        .env("NANOHERMES_MODEL", "main-model")
+        .env("NANOHERMES_MODE", "goal")
+        .env_remove("NANOHERMES_LOG")
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(60), output)
+        .await
+        .expect("nanohermes finished")
+        .expect("nanohermes ran");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    stderr
+}
+
+#[tokio::test]
+async fn run_recalls_and_distils_with_memory_true_and_does_neither_by_default() {
+    let home = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    std::fs::write(workspace.path().join("a.txt"), "a\n").unwrap();
+    let db = home.path().join("memory.db");
+    seed(&db, &[("Releases are tagged vX.Y.Z", Kind::Fact)]);
+    let read = || tool_calls(&[call("c1", "read_file", json!({"path": "a.txt"}))]);
+    let distilled = json!({"memories": [{"kind": "fact", "text": "a.txt holds the letter a"}]});
+    let mock = MockModel::start(vec![
+        // By default: no block, no distillation.
+        read().into(),
+        text(&["read"]).into(),
+        // memory = true.
+        read().into(),
+        text(&["read"]).into(),
+        text(&[&distilled.to_string()]).into(),
+    ])
+    .await;
+    let task = "read a.txt before the releases";
+
+    run_binary(home.path(), workspace.path(), &mock, task).await;
+    std::fs::write(home.path().join("config.toml"), "memory = true\n").unwrap();
+    let stderr = run_binary(home.path(), workspace.path(), &mock, task).await;
+
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 5, "{stderr}");
+    assert_requests_valid(&requests);
+    assert!(!system_text(requests[0].messages()).contains(BLOCK_BEGIN));
+    let recalled = system_text(requests[2].messages());
+    assert!(
+        recalled.contains("Releases are tagged vX.Y.Z"),
+        "{recalled}"
+    );
+    assert!(requests[4].body.get("tools").is_none());
+    assert!(
+        stderr.contains("long-term memory: 1 saved, 0 already known"),
+        "{stderr}"
+    );
+    assert_eq!(
+        stored(&db),
+        ["Releases are tagged vX.Y.Z", "a.txt holds the letter a"]
+    );
+}

@@ -153,6 +153,8 @@ pub struct Settings {
     pub compact_threshold_chars: Option<u32>,
     /// The messages a compaction keeps verbatim.
     pub compact_keep_messages: Option<u32>,
+    /// Long-term memory around each task (the last layer that sets it).
+    pub memory: Option<bool>,
     /// Every server, enabled or not: built-ins first, then in the order
     /// they first appear.
     pub servers: Vec<ServerSpec>,
@@ -430,7 +432,8 @@ fn apply_file(
         project_doc_fallback_filenames,
         max_agent_depth,
         compact_threshold_chars,
-        compact_keep_messages
+        compact_keep_messages,
+        memory
     );
     add_unique(&mut settings.deny, raw.deny.unwrap_or_default());
     for (event, groups) in raw.hooks.unwrap_or_default() {

@@ -64,6 +64,11 @@ pub struct RawConfig {
     /// The messages kept verbatim when the history is compacted (at least
     /// 1) [default: 10].
     pub compact_keep_messages: Option<u32>,
+    /// Long-term memory around each task [default: false]: the memories
+    /// matching the task are shown to the model, and a finished task that
+    /// used tools is distilled into new ones (one more model request).
+    /// Needs the memory server.
+    pub memory: Option<bool>,
     /// The MCP servers, by name; a name's tools are `NAME__TOOL`.
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, RawServer>,
@@ -461,7 +466,7 @@ mod tests {
              api_key_env, fallback_model, temperature, max_tokens, stream, thinking, \
              max_iterations, max_retries, retry_base_ms, mode, auto_approve, allow, deny, hooks, \
              project_doc_fallback_filenames, max_agent_depth, compact_threshold_chars, \
-             compact_keep_messages, mcp_servers, projects"
+             compact_keep_messages, memory, mcp_servers, projects"
         );
     }
 
@@ -509,6 +514,8 @@ mod tests {
             (ok.compact_threshold_chars, ok.compact_keep_messages),
             (Some(8000), Some(4))
         );
+        let mindful = parse("f", "memory = true", FileKind::User).unwrap();
+        assert_eq!(mindful.memory, Some(true));
     }
 
     #[test]
