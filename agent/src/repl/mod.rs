@@ -124,7 +124,8 @@ async fn start(config: Config, opened: &Opened, ui: &mut dyn Ui) -> anyhow::Resu
         Agent::resume(client, hub, &system_prompt, config.agent, history)
             .with_approvals(Approvals::terminal())
             .with_hooks(hooks)
-            .with_compaction(config.compaction),
+            .with_compaction(config.compaction)
+            .with_recall(config.memory),
     )
 }
 
