@@ -979,3 +979,59 @@ async fn a_run_keeps_its_session_and_continue_resumes_it_with_todays_system_prom
         missing.stderr
     );
 }
+
+#[tokio::test]
+async fn kill_9_while_a_session_is_written_never_leaves_a_truncated_session_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // A large file makes every step's write long, so kills land inside
+    // writes (with a plain non-atomic write, about one round in three
+    // catches a truncated file; twelve rounds almost always do).
+    std::fs::write(dir.path().join("big.txt"), "x".repeat(200_000)).unwrap();
+    let workspace = workspace_arg(dir.path());
+    let sessions = dir.path().join(".nanohermes/sessions");
+    for (round, delay_ms) in [1u64, 3, 5, 8, 11, 15, 19, 23, 29, 37, 45, 53]
+        .into_iter()
+        .enumerate()
+    {
+        let steps: Vec<_> = (0..40)
+            .map(|i| {
+                tool_calls(&[call(
+                    &format!("r{round}c{i}"),
+                    "read_file",
+                    json!({"path": "big.txt"}),
+                )])
+                .into()
+            })
+            .collect();
+        let mock = MockModel::start(steps).await;
+        let url = mock.base_url();
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"));
+        command
+            .args(["run", "--workspace", &workspace, "--session"])
+            .arg(sessions.join("s.json"))
+            .arg("read it again and again")
+            .env("NANOHERMES_HOME", TEST_HOME)
+            .envs(on_mock(&mock, &url))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true);
+        let mut child = command.spawn().unwrap();
+        let target = sessions.join("s.json");
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while mock.requests().len() < 3 + round {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the run never got going"
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+        child.start_kill().unwrap();
+        let _ = child.wait().await;
+        // Whatever the moment of the kill, the session file is whole.
+        let bytes = std::fs::read(&target).unwrap();
+        let file: serde_json::Value = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|e| panic!("round {round}: a truncated session file ({e})"));
+        assert!(file["messages"].as_array().is_some_and(|m| !m.is_empty()));
+    }
+}
