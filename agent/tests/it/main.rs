@@ -40,11 +40,11 @@ mod permissions;
 /// Long-term memory: the recalled block replaced each turn, distillation that skips known
 /// memories, failures as notices.
 mod recall;
+/// A server whose tool list changes mid-run: declared at the next step, removed tools answered.
+mod refresh;
 /// The interactive mode on a pseudo-terminal: one history across tasks, /undo, /usage, /exit,
 /// Ctrl-C during a slow tool and twice at the prompt.
 mod repl;
-/// A server whose tool list changes mid-run: declared at the next step, removed tools answered.
-mod refresh;
 /// `nanohermes serve` mounted by an rmcp client: run_task, progress, cancellation, sessions,
 /// tasks, approvals in both eras, HTTP, and one NanoHermes using another.
 mod serve;
