@@ -13,6 +13,7 @@ mod mcp;
 mod run;
 mod setup;
 mod signals;
+mod start;
 mod table;
 mod tools;
 
@@ -27,6 +28,7 @@ use crate::config::sources::ConfigError;
 pub use mcp::{AddArgs, McpCommand};
 pub use run::run;
 pub use setup::{Setup, load};
+pub use start::{Started, start_agent};
 pub use tools::tools;
 
 /// Exit code when the iteration limit ends a run.

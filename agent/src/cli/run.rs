@@ -4,15 +4,11 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use super::signals::watch_ctrl_c;
+use super::start::{Started, start_agent};
 use super::{EXIT_INTERRUPTED, EXIT_ITERATION_LIMIT};
-use crate::agent::{Agent, Outcome, RunSummary};
+use crate::agent::{Outcome, RunSummary};
 use crate::config::Config;
-use crate::hooks::{self, Hooks};
-use crate::hub::Hub;
-use crate::llm::Client;
 use crate::output::{Ending, InitInfo, OutputFormat, RunOutput, RunReport};
-use crate::policy::approval::Approvals;
-use crate::prompt;
 use crate::session::{self, Keeper, Opened, SessionArgs};
 use crate::usage::UsageLedger;
 
@@ -81,45 +77,20 @@ async fn run_loop(
     output: &mut RunOutput,
     usage: &mut UsageLedger,
 ) -> anyhow::Result<RunSummary> {
-    let settings = config.model.clone();
-    // Building the TLS client reads the system's certificates: keep it off
-    // the path of the server start-up.
-    let client = tokio::task::spawn_blocking(move || Client::new(settings));
-    // Guidance is read before the servers start: the skills it finds
-    // become the `skill` meta-tool, which the policy then narrows like
-    // any other tool.
-    let guidance = prompt::load(&config.workspace, &config.guidance);
-    // A bad matcher fails here, before any server starts.
-    let mode = hooks::mode_name(config.rules.mode);
-    let hooks = Hooks::new(&config.rules.hooks, &config.workspace, mode)?;
-    let hub = Hub::start(config.hub)
-        .await?
-        .with_skills(guidance.skills.clone())
-        .offer_only(config.agent.policy.clone());
-    let client = client.await??;
-
-    output.init(|| {
-        InitInfo::from_hub(
-            &hub,
-            config.workspace.display().to_string(),
-            config.model.model.clone(),
-            mode.to_owned(),
-        )
-    });
+    let (workspace, model) = (
+        config.workspace.display().to_string(),
+        config.model.model.clone(),
+    );
+    let Started {
+        mut agent,
+        warnings,
+        mode,
+    } = start_agent(config, opened).await?;
+    output.init(|| InitInfo::from_hub(agent.tools(), workspace, model, mode.to_owned()));
     let ui = output.ui();
-    for warning in hub.warnings().iter().chain(&guidance.warnings) {
+    for warning in &warnings {
         ui.notice(warning);
     }
-    let system_prompt = prompt::system_prompt(&config.workspace, &guidance);
-    // On a terminal the user answers the calls the policy asks about;
-    // without one they are denied.
-    // A continued session gets the system prompt of today's config.
-    let history = opened.file.messages.clone();
-    let mut agent = Agent::resume(client, hub, &system_prompt, config.agent, history)
-        .with_approvals(Approvals::terminal())
-        .with_hooks(hooks)
-        .with_compaction(config.compaction)
-        .with_recall(config.memory);
     watch_ctrl_c(agent.interrupt());
 
     let mut ui = Keeper::new(ui, opened);

@@ -21,13 +21,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::agent::{Agent, Outcome};
 use crate::cli::EXIT_INTERRUPTED;
 use crate::config::{Config, Rules};
-use crate::hooks::{self, Hooks};
 use crate::hub::Hub;
 use crate::interrupt::Interrupt;
-use crate::llm::Client;
-use crate::policy::approval::Approvals;
-use crate::prompt;
-use crate::session::{self, Keeper, Opened, SessionArgs};
+use crate::session::{self, Keeper, SessionArgs};
 use crate::ui::Ui;
 
 use commands::{Command, Line};
@@ -46,7 +42,11 @@ pub async fn main(config: Config, session: &SessionArgs) -> anyhow::Result<ExitC
         ui.notice(warning);
     }
     let rules = config.rules.clone();
-    let agent = start(config, &opened, &mut ui).await?;
+    let started = crate::cli::start_agent(config, &opened).await?;
+    for warning in &started.warnings {
+        ui.notice(warning);
+    }
+    let agent = started.agent;
     let busy = Arc::new(AtomicBool::new(false));
     watch_ctrl_c(agent.interrupt(), busy.clone());
     if opened.resumed() {
@@ -100,33 +100,6 @@ pub async fn main(config: Config, session: &SessionArgs) -> anyhow::Result<ExitC
     ));
     agent.into_tools().shutdown().await;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Everything `run` starts, the same way: guidance, hooks, servers,
-/// client, the agent over the session's history.
-async fn start(config: Config, opened: &Opened, ui: &mut dyn Ui) -> anyhow::Result<Agent<Hub>> {
-    let settings = config.model.clone();
-    let client = tokio::task::spawn_blocking(move || Client::new(settings));
-    let guidance = prompt::load(&config.workspace, &config.guidance);
-    let mode = hooks::mode_name(config.rules.mode);
-    let hooks = Hooks::new(&config.rules.hooks, &config.workspace, mode)?;
-    let hub = Hub::start(config.hub)
-        .await?
-        .with_skills(guidance.skills.clone())
-        .offer_only(config.agent.policy.clone());
-    let client = client.await??;
-    for warning in hub.warnings().iter().chain(&guidance.warnings) {
-        ui.notice(warning);
-    }
-    let system_prompt = prompt::system_prompt(&config.workspace, &guidance);
-    let history = opened.file.messages.clone();
-    Ok(
-        Agent::resume(client, hub, &system_prompt, config.agent, history)
-            .with_approvals(Approvals::terminal())
-            .with_hooks(hooks)
-            .with_compaction(config.compaction)
-            .with_recall(config.memory),
-    )
 }
 
 /// During a task: the first Ctrl-C raises `interrupt`, a second one quits.
