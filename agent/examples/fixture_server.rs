@@ -585,8 +585,9 @@ fn get_fixture_prompt(request: &GetPromptRequestParams) -> Result<GetPromptResul
     )]))
 }
 
-/// Stdio with a filter in front of rmcp: every `server/discover` is logged
-/// to `probe_log`, then dropped (`legacy-silent`), answered with "method
+/// Stdio with a filter in front of rmcp: every `initialize` is logged to
+/// `probe_log` with the version it asks for; every `server/discover` is
+/// logged to `probe_log`, then dropped (`legacy-silent`), answered with "method
 /// not found" (`legacy-error`) or passed on (anything else).
 fn era_filter(
     era: String,
@@ -617,6 +618,19 @@ fn era_filter(
         let mut reader = tokio::io::BufReader::new(tokio::io::stdin()).lines();
         while let Ok(Some(line)) = reader.next_line().await {
             let message: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+            if message["method"] == "initialize"
+                && let Some(path) = &probe_log
+            {
+                use std::io::Write as _;
+                if let Ok(mut file) = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                {
+                    let version = message["params"]["protocolVersion"].as_str().unwrap_or("");
+                    let _ = writeln!(file, "initialize {version}");
+                }
+            }
             if message["method"] == "server/discover" {
                 if let Some(path) = &probe_log {
                     use std::io::Write as _;

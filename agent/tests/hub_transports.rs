@@ -239,7 +239,7 @@ async fn an_http_server_refuses_a_wrong_bearer_token_and_start_says_so() {
 
 fn probes(log: &Path) -> usize {
     std::fs::read_to_string(log)
-        .map(|text| text.lines().count())
+        .map(|text| text.lines().filter(|l| *l == "probe").count())
         .unwrap_or(0)
 }
 
@@ -300,6 +300,14 @@ async fn a_legacy_server_that_ignores_discover_is_probed_once_then_remembered() 
         1,
         "the second start goes straight to initialize"
     );
+    // Both handshakes (after the silent probe, and straight from the
+    // remembered era) ask for 2025-11-25: 2026-07-28 has no `initialize`.
+    let logged = std::fs::read_to_string(&log).unwrap();
+    let asked: Vec<&str> = logged
+        .lines()
+        .filter_map(|l| l.strip_prefix("initialize "))
+        .collect();
+    assert_eq!(asked, ["2025-11-25", "2025-11-25"], "{logged}");
 }
 
 #[tokio::test]
@@ -337,6 +345,15 @@ async fn a_legacy_server_that_rejects_discover_and_a_modern_one_are_both_served(
     hub.shutdown().await;
     // One probe each: the legacy one answered it on the same connection.
     assert_eq!((probes(&old_log), probes(&new_log)), (1, 1));
+    // The handshake asks for the version that has one: 2026-07-28 has no
+    // `initialize`, so asking for it there is a protocol error.
+    let old = std::fs::read_to_string(&old_log).unwrap();
+    assert!(old.lines().any(|l| l == "initialize 2025-11-25"), "{old}");
+    let new = std::fs::read_to_string(&new_log).unwrap();
+    assert!(
+        !new.contains("initialize"),
+        "the modern server was not initialized: {new}"
+    );
 }
 
 #[tokio::test]

@@ -19,7 +19,7 @@ use anyhow::Context as _;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
     CancelledNotificationParam, ClientCapabilities, ClientConfig, ClientRequest, Implementation,
-    JsonObject, RequestId, ServerResult, Tool,
+    JsonObject, ProtocolVersion, RequestId, ServerResult, Tool,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
 use tokio::io::AsyncBufReadExt;
@@ -47,11 +47,19 @@ const STDERR_DRAIN: Duration = Duration::from_millis(500);
 
 /// The client handler of a new connection: what the agent says about
 /// itself in `initialize`, and the list-changed flags (refresh.rs, H11).
+///
+/// The version it asks for there is 2025-11-25, the newest that has an
+/// `initialize`: rmcp's `ClientConfig::new` defaults to its latest
+/// (2026-07-28), which removed the handshake, so a strict legacy server
+/// would refuse it. The modern lifecycle takes its versions from the
+/// lifecycle mode (connect.rs), not from here.
 pub(crate) fn client_config() -> Notified {
-    Notified::new(ClientConfig::new(
+    let mut config = ClientConfig::new(
         ClientCapabilities::default(),
         Implementation::new("nanohermes", env!("CARGO_PKG_VERSION")),
-    ))
+    );
+    config.protocol_version = ProtocolVersion::V_2025_11_25;
+    Notified::new(config)
 }
 
 /// One server: its launch recipe and its current connection.
