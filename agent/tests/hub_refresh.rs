@@ -9,48 +9,26 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use nanohermes::config::sources::{Origin, ServerSpec, StdioSpec, Transport};
+#[path = "support/mod.rs"]
+mod support;
+
+use nanohermes::config::sources::ServerSpec;
 use nanohermes::hub::{Era, Hub, HubConfig, ServerState};
 use nanohermes::policy::Policy;
 use serde_json::{Map, Value, json};
+use support::{fixture_server, stdio_spec};
 
 /// Generous: a hang guard, not a speed claim.
 const HANG_GUARD: Duration = Duration::from_secs(30);
 
-fn fixture_server() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    let path = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps")
-        .join("examples")
-        .join(format!("fixture_server{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        path.exists(),
-        "{} is missing: run `cargo build -p nanohermes --example fixture_server` first",
-        path.display()
-    );
-    path
-}
-
-/// The fixture as server `name`, with `args`.
+/// The fixture as server `name`, with `args`; required, with hang-guard
+/// timeouts.
 fn fixture(name: &str, args: &[&str]) -> ServerSpec {
     ServerSpec {
-        name: name.to_owned(),
-        origin: Origin::Flag,
-        builtin: None,
-        transport: Transport::Stdio(StdioSpec {
-            command: fixture_server().display().to_string(),
-            args: args.iter().map(|a| a.to_string()).collect(),
-            ..StdioSpec::default()
-        }),
-        enabled: true,
         required: true,
         startup_timeout: HANG_GUARD,
         tool_timeout: HANG_GUARD,
-        enabled_tools: None,
-        disabled_tools: Vec::new(),
-        description: None,
+        ..stdio_spec(name, &fixture_server().display().to_string(), args)
     }
 }
 

@@ -14,30 +14,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use nanohermes::config::sources::{
-    BuiltinName, HttpSpec, Origin, ServerSpec, StdioSpec, Transport,
-};
+#[path = "support/mod.rs"]
+mod support;
+
+use nanohermes::config::sources::{BuiltinName, HttpSpec, Origin, ServerSpec, Transport};
 use nanohermes::hub::{Era, Hub, HubConfig, ServerState};
 use serde_json::{Map, Value, json};
+use support::{fixture_server, stdio_spec};
 
 /// Generous: a hang guard, not a speed claim.
 const STARTUP: Duration = Duration::from_secs(30);
-
-fn fixture_server() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    let path = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps")
-        .join("examples")
-        .join(format!("fixture_server{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        path.exists(),
-        "{} is missing: run `cargo build -p nanohermes --example fixture_server` first",
-        path.display()
-    );
-    path
-}
 
 fn nanohermes() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_nanohermes"))
@@ -53,16 +39,8 @@ fn builtin(name: BuiltinName, transport: Transport) -> ServerSpec {
 
 fn fixture(name: &str, args: &[&str]) -> ServerSpec {
     ServerSpec {
-        name: name.to_owned(),
-        origin: Origin::Flag,
-        builtin: None,
-        transport: Transport::Stdio(StdioSpec {
-            command: fixture_server().display().to_string(),
-            args: args.iter().map(|a| a.to_string()).collect(),
-            ..StdioSpec::default()
-        }),
         startup_timeout: STARTUP,
-        ..ServerSpec::default_builtin(BuiltinName::Files)
+        ..stdio_spec(name, &fixture_server().display().to_string(), args)
     }
 }
 
