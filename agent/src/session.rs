@@ -144,6 +144,13 @@ pub fn load_or_set_aside(path: &Path) -> Result<Option<SessionFile>, String> {
 /// Writes `file` to `path` atomically, mode 0600, creating the directory
 /// (0700) if needed.
 pub fn save_to(path: &Path, file: &SessionFile) -> std::io::Result<()> {
+    write_private_json(path, file)
+}
+
+/// Writes `value` as JSON to `path` through [`mcp_tools::write_atomic`],
+/// mode 0600, in a directory created 0700 if missing: how sessions and
+/// task handles (which hold what the model saw) are kept.
+pub fn write_private_json<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     if let Some(dir) = path
         .parent()
@@ -155,7 +162,7 @@ pub fn save_to(path: &Path, file: &SessionFile) -> std::io::Result<()> {
             .create(dir)?;
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
     }
-    let bytes = serde_json::to_vec(file).map_err(std::io::Error::other)?;
+    let bytes = serde_json::to_vec(value).map_err(std::io::Error::other)?;
     mcp_tools::write_atomic(path, &bytes, 0o600)
 }
 

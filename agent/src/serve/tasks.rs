@@ -268,10 +268,8 @@ impl TaskStore {
         let Some(dir) = &self.dir else {
             return;
         };
-        let result = std::fs::create_dir_all(dir).and_then(|()| {
-            let bytes = serde_json::to_vec(record).map_err(std::io::Error::other)?;
-            mcp_tools::write_atomic(&dir.join(format!("{}.json", record.task_id)), &bytes, 0o600)
-        });
+        let path = dir.join(format!("{}.json", record.task_id));
+        let result = crate::session::write_private_json(&path, record);
         if let Err(e) = result {
             tracing::warn!(
                 "cannot write task {} under {}: {e}",
