@@ -168,6 +168,25 @@ impl Setup {
             .join(format!("{id}.json"))
     }
 
+    /// Waits until the workspace's only session ends with a tool result
+    /// containing `text`; returns its id.
+    async fn session_ending_in_tool_result(&self, text: &str) -> String {
+        let dir = self.root.path().join(".nanohermes/sessions");
+        let only = || -> Option<String> {
+            let entry = std::fs::read_dir(&dir).ok()?.flatten().next()?;
+            Some(entry.path().file_stem()?.to_string_lossy().into_owned())
+        };
+        until("a session file", || only().is_some()).await;
+        let session = only().unwrap();
+        until("the command's result in the session", || {
+            self.session_messages(&session).last().is_some_and(|m| {
+                m["role"] == "tool" && m["content"].as_str().unwrap_or("").contains(text)
+            })
+        })
+        .await;
+        session
+    }
+
     /// The history a session file holds.
     fn session_messages(&self, id: &str) -> Vec<Value> {
         let bytes = std::fs::read(self.session_file(id)).unwrap();
@@ -316,21 +335,9 @@ async fn a_cancelled_run_stops_at_the_step_boundary_and_its_session_continues_af
         answer = started => panic!("the run was to be cancelled, it answered {answer:?}"),
         () = until("step 1", || !host.progress().is_empty()) => {}
     }
-    let session_dir = setup.root.path().join(".nanohermes/sessions");
-    let session_of = || -> Option<String> {
-        let entry = std::fs::read_dir(&session_dir).ok()?.flatten().next()?;
-        Some(entry.path().file_stem()?.to_string_lossy().into_owned())
-    };
-    until("a session file", || session_of().is_some()).await;
-    let session = session_of().unwrap();
     // The command finishes (nothing is cut mid-step) and its result is the
     // last message written; then the loop stops without asking again.
-    until("the command's result in the session", || {
-        setup.session_messages(&session).last().is_some_and(|m| {
-            m["role"] == "tool" && m["content"].as_str().unwrap_or("").contains("slept")
-        })
-    })
-    .await;
+    let session = setup.session_ending_in_tool_result("slept").await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
         setup.mock.requests().len(),
@@ -975,21 +982,7 @@ async fn over_http_a_closed_response_stream_interrupts_the_run_at_the_step_bound
     );
     drop(stream);
 
-    let session_dir = setup.root.path().join(".nanohermes/sessions");
-    let session = std::fs::read_dir(&session_dir)
-        .unwrap()
-        .flatten()
-        .next()
-        .unwrap()
-        .path();
-    let session = session.file_stem().unwrap().to_string_lossy().into_owned();
-    until("the command's result in the session", || {
-        setup
-            .session_messages(&session)
-            .last()
-            .is_some_and(|m| m["role"] == "tool")
-    })
-    .await;
+    let session = setup.session_ending_in_tool_result("").await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
         setup.mock.requests().len(),
