@@ -335,8 +335,19 @@ impl Config {
         let max_agent_depth = settings
             .max_agent_depth
             .map_or(crate::hub::DEFAULT_MAX_AGENT_DEPTH, |n| n as usize);
+        let deferral = crate::hub::DeferConfig {
+            enabled: settings.tool_search.unwrap_or(true),
+            max_bytes: settings
+                .tool_budget_bytes
+                .map_or(crate::hub::deferred::DEFAULT_MAX_BYTES, |n| n as usize),
+            max_tools: settings
+                .tool_budget_count
+                .map_or(crate::hub::deferred::DEFAULT_MAX_TOOLS, |n| n as usize),
+            always_load_tools: settings.always_load_tools.clone().unwrap_or_default(),
+        };
         let hub = HubConfig {
             max_agent_depth,
+            deferral,
             ..hub_config(&workspace, options, settings.servers)
         };
         let defaults = CompactionConfig::default();

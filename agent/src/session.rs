@@ -34,6 +34,10 @@ pub struct SessionFile {
     pub messages: Vec<Value>,
     /// Model usage over every task of the session.
     pub usage: RunUsage,
+    /// Deferred tools the session surfaced (found by `tool_search` or
+    /// called by name): declared again from the first request on resume.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub surfaced: Vec<String>,
 }
 
 /// Where a workspace's sessions live.
@@ -249,6 +253,7 @@ mod tests {
             workspace: dir.path().to_owned(),
             messages: vec![serde_json::json!({"role": "user", "content": "hi"})],
             usage: RunUsage::default(),
+            surfaced: vec!["fx__echo".into()],
         };
         store.save(&file).unwrap();
         assert_eq!(store.load(&id).unwrap(), Some(file));
@@ -386,6 +391,7 @@ pub fn open(args: &SessionArgs, workspace: &Path) -> Result<Opened, String> {
             workspace: workspace.to_owned(),
             messages: Vec::new(),
             usage: RunUsage::default(),
+            surfaced: Vec::new(),
         },
         warning,
     };
@@ -441,6 +447,7 @@ pub struct Keeper<U> {
     inner: U,
     path: PathBuf,
     file: SessionFile,
+    surfaced: Option<crate::hub::Surfaced>,
 }
 
 impl<U: crate::ui::Ui> Keeper<U> {
@@ -450,7 +457,13 @@ impl<U: crate::ui::Ui> Keeper<U> {
             inner,
             path: opened.path.clone(),
             file: opened.file.clone(),
+            surfaced: None,
         }
+    }
+
+    /// Also writes the tools `surfaced` holds (the hub's, shared).
+    pub fn keep_surfaced(&mut self, surfaced: crate::hub::Surfaced) {
+        self.surfaced = Some(surfaced);
     }
 
     /// The wrapped `Ui`.
@@ -496,6 +509,9 @@ impl<U: crate::ui::Ui> crate::ui::Ui for Keeper<U> {
 
     fn checkpoint(&mut self, messages: &[Value]) {
         self.file.messages = messages.get(1..).unwrap_or_default().to_vec();
+        if let Some(surfaced) = &self.surfaced {
+            self.file.surfaced = surfaced.names();
+        }
         if let Err(e) = save_to(&self.path, &self.file) {
             self.inner.notice(&format!(
                 "cannot write session {}: {e}",

@@ -94,6 +94,7 @@ async fn run_loop(
     watch_ctrl_c(agent.interrupt());
 
     let mut ui = Keeper::new(ui, opened);
+    ui.keep_surfaced(agent.tools().surfaced());
     let result = agent.run(task, &mut ui).await;
     *usage = agent.usage();
     agent.into_tools().shutdown().await;

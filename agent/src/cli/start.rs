@@ -36,18 +36,31 @@ pub async fn start_agent(config: Config, opened: &Opened) -> anyhow::Result<Star
     // A bad matcher fails here, before any server starts.
     let mode = hooks::mode_name(config.rules.mode);
     let hooks = Hooks::new(&config.rules.hooks, &config.workspace, mode)?;
-    let hub = Hub::start(config.hub)
+    // The first request waits this long for slow servers; the rest join,
+    // deferred, at a later step.
+    let hub_config = crate::hub::HubConfig {
+        connect_wait: config.hub.connect_wait.or(Some(crate::hub::DEFAULT_CONNECT_WAIT)),
+        ..config.hub
+    };
+    let mut hub = Hub::start(hub_config)
         .await?
         .with_skills(guidance.skills.clone())
         .offer_only(config.agent.policy.clone());
+    // A resumed session's found tools are declared from its first request.
+    hub.surface(opened.file.surfaced.clone());
     let client = client.await??;
+    let connecting = hub.connecting();
     let warnings = hub
         .warnings()
         .iter()
         .chain(&guidance.warnings)
         .cloned()
+        .chain(connecting.iter().map(|name| {
+            format!("server {name} is still connecting; its tools join when it is ready")
+        }))
         .collect();
-    let system_prompt = prompt::system_prompt(&config.workspace, &guidance);
+    let mut system_prompt = prompt::system_prompt(&config.workspace, &guidance);
+    prompt::add_deferred_line(&mut system_prompt, &hub.deferred_counts(), &connecting);
     let history = opened.file.messages.clone();
     // On a terminal the user answers the calls the policy asks about;
     // without one they are denied.

@@ -10,10 +10,11 @@ use crate::ui::{TerminalUi, Ui};
 
 /// `nanohermes tools`: the merged tool list, one tool per line: the tools
 /// the model would be offered under the current policy (mode, `allow`,
-/// `deny`; `--read-only` is plan mode).
+/// `deny`; `--read-only` is plan mode), and which of them are deferred
+/// behind `tool_search`.
 pub async fn tools(config: Config) -> anyhow::Result<ExitCode> {
     let policy = config.agent.policy;
-    let hub = Hub::start(config.hub).await?;
+    let hub = Hub::start(config.hub).await?.offer_only(policy.clone());
     let mut ui = TerminalUi::default();
     for warning in hub.warnings() {
         ui.notice(warning);
@@ -27,10 +28,16 @@ pub async fn tools(config: Config) -> anyhow::Result<ExitCode> {
                 t.name.clone(),
                 t.server.clone(),
                 if t.read_only { "yes" } else { "no" }.to_owned(),
+                if hub.deferred().iter().any(|d| d.name == t.name) {
+                    "yes"
+                } else {
+                    "no"
+                }
+                .to_owned(),
             ]
         })
         .collect();
-    let text = table(&["TOOL", "SERVER", "READ-ONLY"], &rows);
+    let text = table(&["TOOL", "SERVER", "READ-ONLY", "DEFERRED"], &rows);
     let mut out = std::io::stdout().lock();
     let written = out.write_all(text.as_bytes()).and_then(|()| out.flush());
     drop(out);

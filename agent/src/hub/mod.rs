@@ -105,13 +105,16 @@ mod builtin;
 mod builtin_main;
 pub mod compact;
 mod connect;
+pub mod deferred;
 pub mod era;
+mod late;
 pub mod names;
 mod plan;
 mod refresh;
 pub mod resources;
 pub mod result;
 pub mod schema;
+pub mod search;
 mod server;
 pub mod skills;
 mod status;
@@ -138,7 +141,9 @@ pub use agents::{
 };
 pub use builtin::{Builtin, BuiltinOptions};
 pub use builtin_main::serve_builtin_main;
+pub use deferred::{DeferConfig, DeferredTool, Surfaced, TOOL_SEARCH};
 pub use era::{Era, default_era_cache};
+pub use late::DEFAULT_CONNECT_WAIT;
 pub use plan::trusted_annotations;
 pub use refresh::{REFRESH_TIMEOUT, no_longer_offered};
 pub use server::MAX_RESTARTS;
@@ -207,6 +212,12 @@ pub struct HubConfig {
     /// At this depth no external server's `run_task` is offered
     /// (`max_agent_depth`, default [`DEFAULT_MAX_AGENT_DEPTH`]).
     pub max_agent_depth: usize,
+    /// When tools are deferred behind `tool_search` ([`deferred`]).
+    pub deferral: DeferConfig,
+    /// How long [`Hub::start`] waits for servers that are not `required`;
+    /// `None` waits for each up to its own startup timeout. The ones
+    /// still connecting join later, deferred ([`Hub::refresh`]).
+    pub connect_wait: Option<Duration>,
 }
 
 impl HubConfig {
@@ -223,6 +234,8 @@ impl HubConfig {
             era_cache: None,
             agent_depth: agent_depth(),
             max_agent_depth: DEFAULT_MAX_AGENT_DEPTH,
+            deferral: DeferConfig::default(),
+            connect_wait: None,
         }
     }
 }
@@ -288,6 +301,10 @@ pub struct Hub {
     skills: Vec<crate::prompt::Skill>,
     /// Subagent descriptions and what `agent_list` lists ([`agents`]).
     agents: agents::Agents,
+    /// Which tools are deferred behind `tool_search` ([`deferred`]).
+    deferral: deferred::Deferral,
+    /// Servers still connecting ([`late`]).
+    pending: late::Pending,
 }
 
 impl Hub {
@@ -329,37 +346,29 @@ impl Hub {
             });
         }
 
-        let started = join_all(planned.into_iter().zip(&config.servers).map(
-            |(planned, spec)| async move {
-                let planned = match planned {
-                    None => return (spec, None),
-                    Some(Err(e)) => {
-                        return (
-                            spec,
-                            Some(Err(format!("server {} cannot start: {e:#}", spec.name))),
-                        );
+        // Each server starts on its own task; the slow ones may be left
+        // connecting (late.rs).
+        let starts = planned
+            .into_iter()
+            .zip(&config.servers)
+            .map(|(planned, spec)| {
+                planned.map(|planned| match planned {
+                    Ok(planned) => late::spawn_start(planned),
+                    Err(e) => {
+                        let warning = format!("server {} cannot start: {e:#}", spec.name);
+                        tokio::spawn(async move { Err(warning) })
                     }
-                    Some(Ok(planned)) => planned,
-                };
-                let where_ = planned.launch.describe();
-                let outcome = Server::start(
-                    planned.name.clone(),
-                    planned.launch,
-                    planned.startup_timeout,
-                )
-                .await;
-                let meta = (
-                    planned.prefixed,
-                    planned.trusted,
-                    planned.call_timeout,
-                    planned.filter,
-                    where_,
-                );
-                (spec, Some(outcome.map(|started| (started, meta))))
-            },
-        ))
-        .await;
+                })
+            })
+            .collect();
+        let started = late::wait(starts, &config).await;
 
+        let pinned_servers = config
+            .servers
+            .iter()
+            .filter(|spec| spec.always_load)
+            .map(|spec| spec.name.clone())
+            .collect();
         let mut hub = Hub {
             servers: Vec::new(),
             call_timeouts: Vec::new(),
@@ -373,8 +382,10 @@ impl Hub {
             catalog: refresh::Catalog::default(),
             skills: Vec::new(),
             agents: agents::Agents::default(),
+            deferral: deferred::Deferral::new(config.deferral.clone(), pinned_servers),
+            pending: late::Pending::default(),
         };
-        for (spec, outcome) in started {
+        for (spec, outcome) in config.servers.iter().zip(started) {
             let mut status = ServerStatus {
                 name: spec.name.clone(),
                 where_: status::describe_spec(spec, &config),
@@ -382,39 +393,23 @@ impl Hub {
             };
             match outcome {
                 None => {}
-                Some(Ok((
-                    (server, mut tools),
-                    (prefixed, trusted, call_timeout, filter, where_),
-                ))) => {
-                    if let Some(warning) = agents::withheld(spec, &filter, &tools) {
+                Some(Ok(outcome)) => {
+                    if let Some(warning) = hub.admit(spec, outcome, &mut status) {
+                        if spec.required {
+                            hub.shutdown().await;
+                            bail!(
+                                "{warning}; it is required (mcp_servers.{}.required = true)",
+                                spec.name
+                            );
+                        }
                         hub.warn(warning);
                     }
-                    tools.retain(|tool| filter.allows(&tool.name));
-                    let listed = tools.len();
-                    // Named and declared by `rebuild` below (refresh.rs).
-                    hub.catalog.listed(prefixed, trusted, tools);
-                    status.where_ = where_;
-                    status.state = ServerState::Running {
-                        tools: listed,
-                        era: server.era(),
-                    };
-                    hub.servers.push(server);
-                    hub.call_timeouts.push(call_timeout);
-                    hub.filters.push(filter);
-                    hub.agents.descriptions.push(spec.description.clone());
                 }
-                Some(Err(warning)) => {
-                    if spec.required {
-                        hub.shutdown().await;
-                        bail!(
-                            "{warning}; it is required (mcp_servers.{}.required = true)",
-                            spec.name
-                        );
-                    }
+                Some(Err(handle)) => {
                     status.state = ServerState::Failed {
-                        reason: warning.clone(),
+                        reason: format!("server {} is still connecting", spec.name),
                     };
-                    hub.warn(warning);
+                    hub.add_pending(spec, handle);
                 }
             }
             hub.statuses.push(status);
@@ -423,6 +418,44 @@ impl Hub {
         hub.rebuild();
         hub.listen_for_changes();
         Ok(hub)
+    }
+
+    /// Takes in one server's start: its tools, connection and bookkeeping
+    /// on success (and `status` says running); on failure `status` says
+    /// failed and the warning is returned for the caller to give.
+    fn admit(
+        &mut self,
+        spec: &ServerSpec,
+        outcome: late::Outcome,
+        status: &mut ServerStatus,
+    ) -> Option<String> {
+        match outcome {
+            Ok(((server, mut tools), (prefixed, trusted, call_timeout, filter, where_))) => {
+                if let Some(warning) = agents::withheld(spec, &filter, &tools) {
+                    self.warn(warning);
+                }
+                tools.retain(|tool| filter.allows(&tool.name));
+                let listed = tools.len();
+                // Named and declared by `rebuild` (refresh.rs).
+                self.catalog.listed(prefixed, trusted, tools);
+                status.where_ = where_;
+                status.state = ServerState::Running {
+                    tools: listed,
+                    era: server.era(),
+                };
+                self.servers.push(server);
+                self.call_timeouts.push(call_timeout);
+                self.filters.push(filter);
+                self.agents.descriptions.push(spec.description.clone());
+                None
+            }
+            Err(warning) => {
+                status.state = ServerState::Failed {
+                    reason: warning.clone(),
+                };
+                Some(warning)
+            }
+        }
     }
 
     /// Every configured server: where it runs and whether it is running
@@ -575,9 +608,14 @@ impl Hub {
         if let Some(answer) = self.call_agent_list(name) {
             return answer;
         }
+        if let Some(answer) = self.call_tool_search(name, &arguments) {
+            return answer;
+        }
         let Some((tool, server)) = self.by_name.get(name) else {
             return self.unknown_tool(name);
         };
+        // Called by name while deferred: declared from the next step on.
+        self.deferral.note_called(name);
         let raw_name = &self.tools[*tool].raw_name;
         self.servers[*server]
             .call(

@@ -42,6 +42,7 @@ use tokio::task::JoinHandle;
 
 use super::Hub;
 use super::agents;
+use super::deferred;
 use super::names::NameTable;
 use super::resources::{self, Offered};
 use super::skills;
@@ -162,13 +163,13 @@ pub(crate) struct Catalog {
     /// Per server, in the hub's server order.
     listings: Vec<Listing>,
     /// The policy [`Hub::offer_only`] narrowed the declarations to.
-    offered: Option<Policy>,
+    pub(crate) offered: Option<Policy>,
     /// Model name → server, for tools a refresh removed.
     removed: HashMap<String, String>,
     /// Which servers offer resources and prompts (for the meta-tools).
     pub(crate) meta: Offered,
     /// The `subscriptions/listen` tasks of 2026-07-28 connections.
-    listeners: Vec<JoinHandle<()>>,
+    pub(crate) listeners: Vec<JoinHandle<()>>,
 }
 
 impl Catalog {
@@ -217,7 +218,7 @@ impl Hub {
         // Claimed first, so no server tool can take a meta-tool's name.
         for name in resources::NAMES
             .into_iter()
-            .chain([skills::SKILL, agents::AGENT_LIST])
+            .chain([skills::SKILL, agents::AGENT_LIST, deferred::TOOL_SEARCH])
         {
             table.claim(name);
         }
@@ -257,6 +258,8 @@ impl Hub {
                 facts.is_some_and(|facts: ToolFacts| policy.allows(name, &facts))
             });
         }
+        // After the narrowing, so only offered tools are ever deferred.
+        self.split_deferred();
         // After the narrowing: it lists only the run_task tools offered.
         let offered = self.catalog.offered.clone();
         self.declare_agents(|name, facts| offered.as_ref().is_none_or(|p| p.allows(name, facts)));
@@ -299,6 +302,20 @@ impl Hub {
     /// Returns one notice per change or failure, for the user. Cheap when
     /// nothing changed: no request is sent.
     pub async fn refresh(&mut self) -> Vec<String> {
+        // Servers that finished connecting late, and tools surfaced by
+        // `tool_search` or a call by name, are declared from this step.
+        let mut late = self.admit_finished().await;
+        let rebuild = !late.is_empty() | self.deferral.surfaced.take_changed();
+        let mut notices = self.relist().await;
+        if rebuild {
+            late.extend(self.rebuild());
+        }
+        late.append(&mut notices);
+        late
+    }
+
+    /// Lists again the tools of the servers that changed or restarted.
+    async fn relist(&mut self) -> Vec<String> {
         let due: Vec<_> = self
             .servers
             .iter()
@@ -383,6 +400,9 @@ impl Hub {
             Some(tool) => Some(tool.facts()),
             None if skills::declares(&self.skills, name) => Some(skills::FACTS),
             None if self.agents.declares(name) => Some(agents::FACTS),
+            None if name == deferred::TOOL_SEARCH && self.deferral.active() => {
+                Some(deferred::FACTS)
+            }
             None => self.catalog.meta.declares(name).then_some(resources::FACTS),
         }
     }

@@ -24,8 +24,10 @@ pub struct InitInfo {
     pub permission_mode: String,
     /// The tools the model is offered, by the names it calls them.
     pub tools: Vec<String>,
-    /// Each configured server and its state: `connected`, `failed` or
-    /// `disabled`.
+    /// The tools deferred behind `tool_search`, by the same names.
+    pub deferred_tools: Vec<String>,
+    /// Each configured server and its state: `connected`, `pending` (still
+    /// connecting), `failed` or `disabled`.
     pub mcp_servers: Vec<(String, String)>,
 }
 
@@ -37,11 +39,14 @@ impl InitInfo {
             .iter()
             .filter_map(|d| d["function"]["name"].as_str().map(str::to_owned))
             .collect();
+        let deferred_tools = hub.deferred().iter().map(|d| d.name.clone()).collect();
+        let connecting = hub.connecting();
         let mcp_servers = hub
             .status()
             .into_iter()
             .map(|status| {
                 let state = match status.state {
+                    _ if connecting.contains(&status.name) => "pending",
                     ServerState::Running { .. } => "connected",
                     ServerState::Failed { .. } => "failed",
                     ServerState::Disabled => "disabled",
@@ -54,6 +59,7 @@ impl InitInfo {
             model,
             permission_mode,
             tools,
+            deferred_tools,
             mcp_servers,
         }
     }
@@ -104,6 +110,7 @@ impl StreamJsonUi {
             "model": info.model,
             "permissionMode": info.permission_mode,
             "tools": info.tools,
+            "deferred_tools": info.deferred_tools,
             "mcp_servers": servers,
         });
         write_line(&mut self.out, &event);

@@ -90,6 +90,11 @@ impl Policy {
         self.mode
     }
 
+    /// The `allow` patterns, when set.
+    pub fn allow_list(&self) -> Option<&[String]> {
+        self.allow.as_deref()
+    }
+
     /// Whether the tool `name` with these facts may run at all (perhaps
     /// after asking). The hub offers the model only these tools.
     pub fn allows(&self, name: &str, facts: &ToolFacts) -> bool {
@@ -130,7 +135,11 @@ impl Policy {
                 "`{name}` is denied by the rule deny = [\"{rule}\"]; use another tool, or ask the user to change the rule"
             ));
         }
+        // `tool_search` only finds tools the policy offers, so an allow
+        // list that names tools need not name it too.
+        let finder = name == crate::hub::TOOL_SEARCH && facts.server.is_empty();
         if let Some(allow) = &self.allow
+            && !finder
             && !allow.iter().any(|p| pattern::matches(p, name, facts))
         {
             return Some(format!(

@@ -25,6 +25,27 @@ pub fn system_prompt(workspace: &Path, guidance: &Guidance) -> String {
     prompt
 }
 
+/// Adds the one line saying that more tools exist than are declared, with
+/// the count per server (a bounded catalogue, never every name), and which
+/// servers are still connecting; nothing when neither.
+pub fn add_deferred_line(prompt: &mut String, counts: &[(String, usize)], connecting: &[String]) {
+    if !counts.is_empty() {
+        prompt.push_str(&format!(
+            "\nMore tools exist than are declared ({}); call {} with a few words to find one, \
+             and it is declared from your next step on.\n",
+            crate::hub::deferred::counts_text(counts),
+            crate::hub::TOOL_SEARCH
+        ));
+    }
+    if !connecting.is_empty() {
+        prompt.push_str(&format!(
+            "\nServers still connecting: {}; their tools will be found with {}.\n",
+            connecting.join(", "),
+            crate::hub::TOOL_SEARCH
+        ));
+    }
+}
+
 /// The fixed part: identity, operating rules, workspace root.
 fn base_prompt(workspace: &Path) -> String {
     format!(

@@ -43,6 +43,7 @@ pub async fn main(config: Config, session: &SessionArgs) -> anyhow::Result<ExitC
     }
     let rules = config.rules.clone();
     let started = crate::cli::start_agent(config, &opened).await?;
+    ui.keep_surfaced(started.agent.tools().surfaced());
     for warning in &started.warnings {
         ui.notice(warning);
     }
@@ -201,7 +202,13 @@ impl Repl {
                     .filter(|t| policy.allows(&t.name, &t.facts()))
                     .map(|t| {
                         let ro = if t.read_only { ", read-only" } else { "" };
-                        format!("{} ({}{ro})", t.name, t.server)
+                        let hub = self.agent.tools();
+                        let deferred = if hub.deferred().iter().any(|d| d.name == t.name) {
+                            ", deferred: found with tool_search"
+                        } else {
+                            ""
+                        };
+                        format!("{} ({}{ro}{deferred})", t.name, t.server)
                     })
                     .collect();
                 self.ui.inner().say(&lines.join("\n"));

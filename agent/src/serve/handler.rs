@@ -233,6 +233,7 @@ impl AgentServer {
                 workspace: workspace.clone(),
                 messages: history,
                 usage: usage_before,
+                surfaced: Vec::new(),
             },
         };
         let mut ui = ServeUi::new(target.clone(), last_step.clone(), Some(writer));

@@ -81,7 +81,16 @@ impl ToolBox for TaskTools {
     ) -> impl Future<Output = String> + Send {
         let hub = self.hub.clone();
         let name = name.to_owned();
-        async move { hub.read().await.call(&name, arguments).await }
+        // The hub is shared: this task's policy decides what its search
+        // may surface.
+        let policy = self.policy.clone();
+        async move {
+            let hub = hub.read().await;
+            if name == crate::hub::TOOL_SEARCH && hub.facts(&name).is_some() {
+                return hub.search_tools(&arguments, |name, facts| policy.allows(name, facts));
+            }
+            hub.call(&name, arguments).await
+        }
     }
 
     async fn refresh(&mut self) -> Vec<String> {

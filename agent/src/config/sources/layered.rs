@@ -155,6 +155,14 @@ pub struct Settings {
     pub compact_keep_messages: Option<u32>,
     /// Long-term memory around each task (the last layer that sets it).
     pub memory: Option<bool>,
+    /// Defer tools behind `tool_search` (the last layer that sets it).
+    pub tool_search: Option<bool>,
+    /// Declaration bytes before deferring (the last layer that sets it).
+    pub tool_budget_bytes: Option<u32>,
+    /// Declared tools before deferring (the last layer that sets it).
+    pub tool_budget_count: Option<u32>,
+    /// Tools never deferred (the last layer that sets it).
+    pub always_load_tools: Option<Vec<String>>,
     /// Every server, enabled or not: built-ins first, then in the order
     /// they first appear.
     pub servers: Vec<ServerSpec>,
@@ -433,7 +441,11 @@ fn apply_file(
         max_agent_depth,
         compact_threshold_chars,
         compact_keep_messages,
-        memory
+        memory,
+        tool_search,
+        tool_budget_bytes,
+        tool_budget_count,
+        always_load_tools
     );
     add_unique(&mut settings.deny, raw.deny.unwrap_or_default());
     for (event, groups) in raw.hooks.unwrap_or_default() {

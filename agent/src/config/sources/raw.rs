@@ -69,6 +69,16 @@ pub struct RawConfig {
     /// used tools is distilled into new ones (one more model request).
     /// Needs the memory server.
     pub memory: Option<bool>,
+    /// Defer the tools of servers nobody pinned behind `tool_search` when
+    /// the declarations pass `tool_budget_bytes` or `tool_budget_count`
+    /// [default: true].
+    pub tool_search: Option<bool>,
+    /// Declaration bytes per request before tools are deferred [default: 16000].
+    pub tool_budget_bytes: Option<u32>,
+    /// Declared tools per request before tools are deferred [default: 40].
+    pub tool_budget_count: Option<u32>,
+    /// Tools never deferred (`server__tool`, `mcp__server__tool`, `server__*`).
+    pub always_load_tools: Option<Vec<String>>,
     /// The MCP servers, by name; a name's tools are `NAME__TOOL`.
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, RawServer>,
@@ -256,6 +266,9 @@ pub struct RawServer {
     /// What this server is for, in one line; `agent_list` shows it for a
     /// subagent (a server offering `run_task`).
     pub description: Option<String>,
+    /// true: its tools are always declared, never deferred behind
+    /// `tool_search` [default: false].
+    pub always_load: Option<bool>,
 }
 
 /// The seven built-in servers.
@@ -466,7 +479,8 @@ mod tests {
              api_key_env, fallback_model, temperature, max_tokens, stream, thinking, \
              max_iterations, max_retries, retry_base_ms, mode, auto_approve, allow, deny, hooks, \
              project_doc_fallback_filenames, max_agent_depth, compact_threshold_chars, \
-             compact_keep_messages, memory, mcp_servers, projects"
+             compact_keep_messages, memory, tool_search, tool_budget_bytes, tool_budget_count, \
+             always_load_tools, mcp_servers, projects"
         );
     }
 

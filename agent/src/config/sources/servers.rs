@@ -120,6 +120,8 @@ pub struct ServerSpec {
     pub disabled_tools: Vec<String>,
     /// What the server is for (`description`), shown by `agent_list`.
     pub description: Option<String>,
+    /// Its tools are never deferred behind `tool_search` (`always_load`).
+    pub always_load: bool,
 }
 
 impl ServerSpec {
@@ -137,6 +139,7 @@ impl ServerSpec {
             enabled_tools: None,
             disabled_tools: Vec::new(),
             description: None,
+            always_load: false,
         }
     }
 }
@@ -190,7 +193,8 @@ pub fn overlay(base: &mut RawServer, top: RawServer) {
         required,
         enabled_tools,
         disabled_tools,
-        description
+        description,
+        always_load
     );
 }
 
@@ -423,6 +427,7 @@ pub fn resolve(
         enabled_tools: raw.enabled_tools,
         disabled_tools: raw.disabled_tools.unwrap_or_default(),
         description: raw.description,
+        always_load: raw.always_load.unwrap_or(false),
     })
 }
 
