@@ -23,7 +23,11 @@
 //!   required and `style`);
 //! - `--agent`: also offer `run_task` (an MCP agent, like `nanohermes
 //!   serve`), answering with the task and its `NANOHERMES_AGENT_DEPTH`;
-//! - `--instructions TEXT`: advertise TEXT as the server's instructions.
+//! - `--instructions TEXT`: advertise TEXT as the server's instructions;
+//! - `--many N`: also offer N generated tools with realistic names,
+//!   descriptions and schemas (`jira_create_issue`, ...; `many.rs`);
+//! - `--wait-for-file PATH`: wait until PATH exists before serving (a
+//!   server still connecting when the first request goes out).
 //!
 //! `toggle_tool` adds or removes the tool `extra` and sends
 //! `notifications/tools/list_changed` (the capability is always advertised);
@@ -55,6 +59,8 @@ use serde::Deserialize;
 
 #[path = "fixture_server/agent.rs"]
 mod agent;
+#[path = "fixture_server/many.rs"]
+mod many;
 
 #[derive(Deserialize, rmcp::schemars::JsonSchema)]
 #[schemars(crate = "rmcp::schemars")]
@@ -374,6 +380,11 @@ async fn main() {
             .position(|a| a == flag)
             .and_then(|i| args.get(i + 1))
     };
+    if let Some(path) = value("--wait-for-file") {
+        while !std::path::Path::new(path).exists() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
     let page_size = value("--page-size").and_then(|n| n.parse().ok());
     let mut pids = vec![std::process::id()];
     // Never waited for: they are meant to outlive this server unless its
@@ -400,6 +411,9 @@ async fn main() {
         fixture.tool_router = fixture.tool_router.clone() + Fixture::agent_router();
     }
     fixture.instructions = value("--instructions").cloned();
+    if let Some(n) = value("--many").and_then(|n| n.parse().ok()) {
+        fixture.tool_router = fixture.tool_router.clone() + many::many_router(n);
+    }
     let served = if era.is_empty() && probe_log.is_none() {
         fixture.serve(rmcp::transport::stdio()).await
     } else {
