@@ -334,10 +334,9 @@ fn one_line(text: &str) -> String {
 impl Hub {
     /// Whether the user's configuration pins `tool` (see the module docs;
     /// built-ins and `always_load` servers are checked by the split).
-    fn pinned_by_config(&self, tool: &ToolInfo) -> bool {
+    fn pinned_by_config(&self, tool: &ToolInfo, always_load_tools: &[String]) -> bool {
         let facts = tool.facts();
-        let patterns = &self.deferral.config.always_load_tools;
-        if patterns
+        if always_load_tools
             .iter()
             .any(|p| pattern::matches(p, &tool.name, &facts))
         {
@@ -370,6 +369,7 @@ impl Hub {
     pub(super) fn split_deferred(&mut self) {
         let mut deferral = std::mem::take(&mut self.deferral);
         let mut declarations = std::mem::take(&mut self.declarations);
+        let always_load_tools = deferral.config.always_load_tools.clone();
         let search_allowed = self
             .catalog
             .offered
@@ -378,7 +378,7 @@ impl Hub {
         deferral.split(
             &mut declarations,
             |name| self.tool(name),
-            |tool| self.pinned_by_config(tool),
+            |tool| self.pinned_by_config(tool, &always_load_tools),
             search_allowed,
         );
         self.declarations = declarations;

@@ -16,6 +16,9 @@ mod cli;
 mod compaction;
 /// The config layer on real files: layering, trust, pasted Codex/Claude configs, error texts, --mcp.
 mod config;
+/// Deferred tools: the budget edge, pinning, tool_search finding and surfacing, calls by name,
+/// the policy, late servers, resume and what the user sees.
+mod deferred;
 /// Project guidance: AGENTS.md layering, symlinks, CLAUDE.md fallback, the cap, skills and the skill tool.
 mod guidance;
 /// The history checker of the test support: it must catch what it claims to.
