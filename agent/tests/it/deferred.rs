@@ -290,3 +290,104 @@ async fn a_server_still_connecting_joins_later_with_its_tools_deferred() {
     assert!(declared(hub.declarations()).contains(&"late__echo".to_owned()));
     hub.shutdown().await;
 }
+
+/// Runs the real binary in `workspace` on the mock at `url`, with its
+/// own home, the fixture with 300 tools mounted by `--mcp`.
+async fn nanohermes(home: &Path, url: &str, args: &[&str]) -> std::process::Output {
+    let mount = format!(
+        "fx={} --many 300",
+        crate::support::fixture_server().display()
+    );
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"));
+    command
+        .args(args)
+        .args(["--mcp", &mount])
+        .env("NANOHERMES_HOME", home)
+        .env("OPENAI_BASE_URL", url)
+        .env("OPENAI_API_KEY", "test-key")
+        .env("NANOHERMES_MODEL", "main-model")
+        .env("NANOHERMES_MODE", "goal")
+        .env_remove("NANOHERMES_FALLBACK_MODEL")
+        .env_remove("NANOHERMES_LOG")
+        .kill_on_drop(true);
+    tokio::time::timeout(Duration::from_secs(60), command.output())
+        .await
+        .expect("nanohermes finished")
+        .expect("nanohermes ran")
+}
+
+#[tokio::test]
+async fn through_the_binary_the_user_sees_what_is_deferred_and_a_found_tool_survives_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, workspace) = (dir.path().join("home"), dir.path().join("ws"));
+    std::fs::create_dir_all(&workspace).unwrap();
+    let session = dir.path().join("session.json");
+    let ws = workspace.display().to_string();
+    let session_arg = session.display().to_string();
+
+    let listed = nanohermes(&home, "http://127.0.0.1:9", &["tools", "--workspace", &ws]).await;
+    let table = String::from_utf8_lossy(&listed.stdout);
+    assert!(table.lines().next().unwrap().ends_with("DEFERRED"), "{table}");
+    let row = |name: &str| {
+        table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .map(|l| l.split_whitespace().last().unwrap().to_owned())
+    };
+    assert_eq!(row("read_file").as_deref(), Some("no"), "{table}");
+    assert_eq!(row("fx__jira_create_issue").as_deref(), Some("yes"), "{table}");
+
+    let first = MockModel::start_strict(vec![
+        tool_calls(&[call("c1", TOOL_SEARCH, json!({"query": "jira create issue"}))]).into(),
+        text(&["found"]).into(),
+    ])
+    .await;
+    let args = [
+        "run",
+        "--output-format",
+        "stream-json",
+        "--workspace",
+        &ws,
+        "--session",
+        &session_arg,
+        "find the tool",
+    ];
+    let out = nanohermes(&home, &first.base_url(), &args).await;
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let init: Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(init["subtype"], "init");
+    let deferred: Vec<&str> = init["deferred_tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(deferred.contains(&"fx__jira_create_issue"), "{init}");
+    assert!(init["tools"].as_array().unwrap().contains(&json!(TOOL_SEARCH)));
+    assert!(!init["tools"].as_array().unwrap().contains(&json!("fx__jira_create_issue")));
+    let requests = first.requests();
+    let prompt = requests[0].messages()[0]["content"].as_str().unwrap();
+    assert!(
+        prompt.contains("More tools exist than are declared (fx: 3"),
+        "{prompt}"
+    );
+    let saved: Value = serde_json::from_slice(&std::fs::read(&session).unwrap()).unwrap();
+    assert!(
+        saved["surfaced"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("fx__jira_create_issue")),
+        "{saved}"
+    );
+
+    let second = MockModel::start_strict(vec![text(&["still here"]).into()]).await;
+    let mut args = args;
+    args[7] = "use it";
+    let out = nanohermes(&home, &second.base_url(), &args).await;
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let requests = second.requests();
+    assert_requests_valid(&requests);
+    let names = declared(requests[0].body["tools"].as_array().unwrap());
+    assert!(names.contains(&"fx__jira_create_issue".to_owned()), "{names:?}");
+}
