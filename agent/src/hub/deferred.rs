@@ -11,9 +11,10 @@
 //!   (default [`DEFAULT_MAX_TOOLS`]), every tool that is not pinned is
 //!   deferred. Exactly at the budget nothing is.
 //! - **Pinned** (never deferred): built-ins; every tool of a server with
-//!   `always_load = true`; tools matching `always_load_tools`; tools named
-//!   without `*` in `allow`; tools a server's `enabled_tools` names; the
-//!   hub's meta-tools.
+//!   `always_load = true` or mounted with `--agent`; every subagent's
+//!   `run_task`; tools matching `always_load_tools`; tools named without
+//!   `*` in `allow`; tools a server's `enabled_tools` names; the hub's
+//!   meta-tools.
 //! - **Never taken back.** A tool declared once stays declared: deferral
 //!   only ever holds back tools the model has not been shown, so a server
 //!   that arrives late or a tool list that grows does not hide tools the
@@ -335,6 +336,10 @@ impl Hub {
     /// Whether the user's configuration pins `tool` (see the module docs;
     /// built-ins and `always_load` servers are checked by the split).
     fn pinned_by_config(&self, tool: &ToolInfo, always_load_tools: &[String]) -> bool {
+        // A subagent's `run_task` is what `agent_list` names.
+        if !tool.builtin && tool.raw_name == super::RUN_TASK {
+            return true;
+        }
         let facts = tool.facts();
         if always_load_tools
             .iter()

@@ -366,7 +366,8 @@ impl Hub {
         let pinned_servers = config
             .servers
             .iter()
-            .filter(|spec| spec.always_load)
+            // A `--agent` server is mounted to be handed tasks.
+            .filter(|spec| spec.always_load || spec.origin == crate::config::sources::Origin::AgentFlag)
             .map(|spec| spec.name.clone())
             .collect();
         let mut hub = Hub {

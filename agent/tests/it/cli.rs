@@ -248,24 +248,24 @@ async fn tools_lists_every_tool_with_its_server_and_read_only_flag() {
         .lines()
         .map(|l| l.split_whitespace().collect())
         .collect();
-    assert_eq!(rows[0], ["TOOL", "SERVER", "READ-ONLY"]);
+    assert_eq!(rows[0], ["TOOL", "SERVER", "READ-ONLY", "DEFERRED"]);
     assert!(
-        rows.contains(&vec!["read_file", "files", "yes"]),
+        rows.contains(&vec!["read_file", "files", "yes", "no"]),
         "{}",
         run.stdout
     );
     assert!(
-        rows.contains(&vec!["write_file", "files", "no"]),
+        rows.contains(&vec!["write_file", "files", "no", "no"]),
         "{}",
         run.stdout
     );
     assert!(
-        rows.contains(&vec!["fx__echo", "fx", "yes"]),
+        rows.contains(&vec!["fx__echo", "fx", "yes", "yes"]),
         "{}",
         run.stdout
     );
     assert!(
-        rows.contains(&vec!["fx__crash", "fx", "no"]),
+        rows.contains(&vec!["fx__crash", "fx", "no", "yes"]),
         "{}",
         run.stdout
     );
@@ -726,7 +726,11 @@ async fn read_only_mode_offers_only_read_only_tools_and_still_gates_calls() {
     .await;
     assert_eq!(tools.code, Some(0), "{tools:#?}");
     assert!(
-        tools.stdout.lines().skip(1).all(|l| l.ends_with(" yes")),
+        tools
+            .stdout
+            .lines()
+            .skip(1)
+            .all(|l| l.split_whitespace().nth(2) == Some("yes")),
         "{}",
         tools.stdout
     );

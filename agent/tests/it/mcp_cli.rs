@@ -134,7 +134,9 @@ fn names(request: &crate::support::mock_model::Recorded) -> Vec<String> {
 #[tokio::test]
 async fn a_trusted_projects_mcp_json_server_is_used_end_to_end() {
     let w = World::new();
-    w.write_user(&w.trust());
+    // The fixture's tools and the 22 built-ins pass the 40-tool budget;
+    // this test is about the .mcp.json wiring, not deferral.
+    w.write_user(&format!("tool_budget_count = 100\n{}", w.trust()));
     w.mcp_json_with_fixture();
     let mock = echo_model("fixture__echo").await;
     let url = mock.base_url();
