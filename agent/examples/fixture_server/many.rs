@@ -141,7 +141,9 @@ pub(crate) fn many_router(n: usize) -> ToolRouter<Fixture> {
                 context.name,
                 serde_json::Value::Object(context.arguments.clone().unwrap_or_default())
             );
-            Box::pin(async move { Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into()) })
+            Box::pin(
+                async move { Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into()) },
+            )
         }));
     }
     router

@@ -39,7 +39,10 @@ pub async fn start_agent(config: Config, opened: &Opened) -> anyhow::Result<Star
     // The first request waits this long for slow servers; the rest join,
     // deferred, at a later step.
     let hub_config = crate::hub::HubConfig {
-        connect_wait: config.hub.connect_wait.or(Some(crate::hub::DEFAULT_CONNECT_WAIT)),
+        connect_wait: config
+            .hub
+            .connect_wait
+            .or(Some(crate::hub::DEFAULT_CONNECT_WAIT)),
         ..config.hub
     };
     let mut hub = Hub::start(hub_config)

@@ -211,11 +211,15 @@ impl Deferral {
                 None => kept.push(declaration),
             }
         }
-        self.index = Index::new(deferred.iter().map(|(info, declaration)| Fields {
-            name: &info.name,
-            server: &info.server,
-            title: declaration["function"]["title"].as_str().unwrap_or_default(),
-            description: &info.description,
+        self.index = Index::new(deferred.iter().map(|(info, declaration)| {
+            Fields {
+                name: &info.name,
+                server: &info.server,
+                title: declaration["function"]["title"]
+                    .as_str()
+                    .unwrap_or_default(),
+                description: &info.description,
+            }
         }));
         self.deferred = deferred
             .into_iter()
@@ -257,7 +261,11 @@ impl Deferral {
 
     /// Answers a `tool_search` call; `allowed` may refuse a match (a
     /// task's own policy in `serve`). Matches are surfaced.
-    pub(crate) fn search(&self, arguments: &Map<String, Value>, allowed: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn search(
+        &self,
+        arguments: &Map<String, Value>,
+        allowed: impl Fn(&str) -> bool,
+    ) -> String {
         let Some(query) = arguments
             .get("query")
             .and_then(Value::as_str)
@@ -271,7 +279,9 @@ impl Deferral {
             .get("limit")
             .and_then(Value::as_u64)
             .map_or(DEFAULT_LIMIT, |n| (n as usize).clamp(1, MAX_LIMIT));
-        let hits = self.index.search(query, limit, |doc| allowed(&self.deferred[doc].name));
+        let hits = self
+            .index
+            .search(query, limit, |doc| allowed(&self.deferred[doc].name));
         if hits.is_empty() {
             return format!(
                 "No deferred tool matches {query:?}; try other words. Deferred: {}",
@@ -286,7 +296,10 @@ impl Deferral {
             found.len()
         );
         for tool in found {
-            answer.push_str(&format!("\n- {} (server {}): {}", tool.name, tool.server, tool.about));
+            answer.push_str(&format!(
+                "\n- {} (server {}): {}",
+                tool.name, tool.server, tool.about
+            ));
         }
         answer
     }
@@ -351,7 +364,9 @@ impl Hub {
         // server-wide `mcp__SERVER`.
         let names_a_tool = |p: &str| {
             let p = p.trim();
-            !p.contains('*') && !p.strip_prefix("mcp__").is_some_and(|rest| !rest.contains("__"))
+            !p.contains('*')
+                && p.strip_prefix("mcp__")
+                    .is_none_or(|rest| rest.contains("__"))
         };
         let allow = self.catalog.offered.as_ref().and_then(|p| p.allow_list());
         if allow
@@ -391,17 +406,25 @@ impl Hub {
     }
 
     /// Answers `tool_search` when it is declared.
-    pub(super) fn call_tool_search(&self, name: &str, arguments: &Map<String, Value>) -> Option<String> {
-        (name == TOOL_SEARCH && self.deferral.active()).then(|| {
-            mcp_tools::clamp(&self.deferral.search(arguments, |_| true), self.max_output)
-        })
+    pub(super) fn call_tool_search(
+        &self,
+        name: &str,
+        arguments: &Map<String, Value>,
+    ) -> Option<String> {
+        (name == TOOL_SEARCH && self.deferral.active())
+            .then(|| mcp_tools::clamp(&self.deferral.search(arguments, |_| true), self.max_output))
     }
 
     /// `tool_search` for a caller with its own `allowed` rule (a `serve`
     /// task's policy): a match it refuses is neither shown nor surfaced.
-    pub fn search_tools(&self, arguments: &Map<String, Value>, allowed: impl Fn(&str, &ToolFacts) -> bool) -> String {
+    pub fn search_tools(
+        &self,
+        arguments: &Map<String, Value>,
+        allowed: impl Fn(&str, &ToolFacts) -> bool,
+    ) -> String {
         let answer = self.deferral.search(arguments, |name| {
-            self.tool(name).is_some_and(|tool| allowed(name, &tool.facts()))
+            self.tool(name)
+                .is_some_and(|tool| allowed(name, &tool.facts()))
         });
         mcp_tools::clamp(&answer, self.max_output)
     }

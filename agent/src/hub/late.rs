@@ -105,7 +105,11 @@ pub(crate) async fn wait(
 }
 
 fn joined(name: &str, result: Result<Outcome, tokio::task::JoinError>) -> Outcome {
-    result.unwrap_or_else(|e| Err(format!("server {name} cannot start: its start-up task failed ({e})")))
+    result.unwrap_or_else(|e| {
+        Err(format!(
+            "server {name} cannot start: its start-up task failed ({e})"
+        ))
+    })
 }
 
 impl Hub {

@@ -367,7 +367,9 @@ impl Hub {
             .servers
             .iter()
             // A `--agent` server is mounted to be handed tasks.
-            .filter(|spec| spec.always_load || spec.origin == crate::config::sources::Origin::AgentFlag)
+            .filter(|spec| {
+                spec.always_load || spec.origin == crate::config::sources::Origin::AgentFlag
+            })
             .map(|spec| spec.name.clone())
             .collect();
         let mut hub = Hub {

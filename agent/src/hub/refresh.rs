@@ -216,10 +216,11 @@ impl Hub {
 
         let mut table = NameTable::default();
         // Claimed first, so no server tool can take a meta-tool's name.
-        for name in resources::NAMES
-            .into_iter()
-            .chain([skills::SKILL, agents::AGENT_LIST, deferred::TOOL_SEARCH])
-        {
+        for name in resources::NAMES.into_iter().chain([
+            skills::SKILL,
+            agents::AGENT_LIST,
+            deferred::TOOL_SEARCH,
+        ]) {
             table.claim(name);
         }
         let listings = std::mem::take(&mut self.catalog.listings);

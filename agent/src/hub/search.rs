@@ -95,7 +95,12 @@ impl Index {
     /// The documents matching `query`, best first, at most `limit`, each
     /// with its score; `keep` may refuse a document (it is then skipped,
     /// not counted). Ties keep document order.
-    pub fn search(&self, query: &str, limit: usize, keep: impl Fn(usize) -> bool) -> Vec<(usize, f32)> {
+    pub fn search(
+        &self,
+        query: &str,
+        limit: usize,
+        keep: impl Fn(usize) -> bool,
+    ) -> Vec<(usize, f32)> {
         let mut words = terms(query);
         words.sort();
         words.dedup();
@@ -180,7 +185,9 @@ mod tests {
     fn words_are_cut_at_case_and_punctuation_and_plurals_drop_their_s() {
         assert_eq!(
             terms("gh__listIssues: List the ISSUES of a repo, class"),
-            ["gh", "list", "issue", "list", "the", "issue", "of", "a", "repo", "class"]
+            [
+                "gh", "list", "issue", "list", "the", "issue", "of", "a", "repo", "class"
+            ]
         );
     }
 

@@ -73,13 +73,24 @@ async fn deferral_starts_one_byte_or_one_tool_past_the_budget_and_not_at_it() {
         (usize::MAX, count, false),
         (usize::MAX, count - 1, true),
     ] {
-        let hub = start(dir.path(), vec![fixture("fx")], budget(max_bytes, max_tools)).await;
+        let hub = start(
+            dir.path(),
+            vec![fixture("fx")],
+            budget(max_bytes, max_tools),
+        )
+        .await;
         let now = declared(hub.declarations());
         let case = format!("bytes {max_bytes}/{bytes}, tools {max_tools}/{count}");
         if defers {
             assert!(now.contains(&TOOL_SEARCH.to_owned()), "{case}: {now:?}");
-            assert!(!now.iter().any(|n| n.starts_with("fx__")), "{case}: {now:?}");
-            assert!(now.contains(&"read_file".to_owned()), "built-ins stay: {now:?}");
+            assert!(
+                !now.iter().any(|n| n.starts_with("fx__")),
+                "{case}: {now:?}"
+            );
+            assert!(
+                now.contains(&"read_file".to_owned()),
+                "built-ins stay: {now:?}"
+            );
             assert_eq!(
                 hub.deferred().len(),
                 names.iter().filter(|n| n.starts_with("fx__")).count(),
@@ -96,13 +107,21 @@ async fn deferral_starts_one_byte_or_one_tool_past_the_budget_and_not_at_it() {
 #[tokio::test]
 async fn tool_search_is_absent_when_nothing_is_deferred() {
     let dir = tempfile::tempdir().unwrap();
-    let hub = start(dir.path(), vec![fixture("fx")], budget(usize::MAX, usize::MAX)).await;
+    let hub = start(
+        dir.path(),
+        vec![fixture("fx")],
+        budget(usize::MAX, usize::MAX),
+    )
+    .await;
     assert!(!declared(hub.declarations()).contains(&TOOL_SEARCH.to_owned()));
     assert_eq!(hub.facts(TOOL_SEARCH), None);
     let answer = hub
         .call(TOOL_SEARCH, arguments(json!({"query": "echo"})))
         .await;
-    assert!(answer.starts_with("ERROR: unknown tool tool_search"), "{answer}");
+    assert!(
+        answer.starts_with("ERROR: unknown tool tool_search"),
+        "{answer}"
+    );
     hub.shutdown().await;
 }
 
@@ -162,7 +181,11 @@ async fn a_tool_the_policy_refuses_is_never_deferred_searched_or_surfaced() {
         .await
         .offer_only(policy.clone());
     assert!(!hub.deferred().is_empty());
-    assert!(hub.deferred().iter().all(|d| !d.name.starts_with("fx__jira_")));
+    assert!(
+        hub.deferred()
+            .iter()
+            .all(|d| !d.name.starts_with("fx__jira_"))
+    );
     let answer = hub
         .call(
             TOOL_SEARCH,
@@ -180,7 +203,10 @@ async fn a_tool_the_policy_refuses_is_never_deferred_searched_or_surfaced() {
     hub.refresh().await;
     let now = declared(hub.declarations());
     assert!(!now.iter().any(|n| n.starts_with("fx__jira_")), "{now:?}");
-    assert!(now.contains(&"fx__github_create_issue".to_owned()), "{now:?}");
+    assert!(
+        now.contains(&"fx__github_create_issue".to_owned()),
+        "{now:?}"
+    );
     hub.shutdown().await;
 }
 
@@ -205,7 +231,10 @@ async fn the_model_finds_a_deferred_tool_and_calls_it_in_two_steps() {
     ])
     .await;
     let mut agent = agent_with(settings(&mock), hub, AgentConfig::default());
-    let summary = agent.run("file a jira issue", &mut Capture::default()).await.unwrap();
+    let summary = agent
+        .run("file a jira issue", &mut Capture::default())
+        .await
+        .unwrap();
     assert_eq!(summary.final_text, "filed");
     let found = tool_result(agent.messages(), "c1");
     assert!(
@@ -220,10 +249,17 @@ async fn the_model_finds_a_deferred_tool_and_calls_it_in_two_steps() {
     let first = declared(requests[0].body["tools"].as_array().unwrap());
     assert!(first.contains(&TOOL_SEARCH.to_owned()), "{first:?}");
     assert!(!first.contains(&"fx__jira_create_issue".to_owned()));
-    assert!(requests[0].body_len < 16_000 + 2_000, "{}", requests[0].body_len);
+    assert!(
+        requests[0].body_len < 16_000 + 2_000,
+        "{}",
+        requests[0].body_len
+    );
     for later in &requests[1..] {
         let names = declared(later.body["tools"].as_array().unwrap());
-        assert!(names.contains(&"fx__jira_create_issue".to_owned()), "{names:?}");
+        assert!(
+            names.contains(&"fx__jira_create_issue".to_owned()),
+            "{names:?}"
+        );
     }
     agent.into_tools().shutdown().await;
 }
@@ -238,14 +274,20 @@ async fn a_deferred_tool_called_by_name_runs_and_is_declared_from_the_next_step(
     ])
     .await;
     let mut agent = agent_with(settings(&mock), hub, AgentConfig::default());
-    agent.run("make channel C1", &mut Capture::default()).await.unwrap();
+    agent
+        .run("make channel C1", &mut Capture::default())
+        .await
+        .unwrap();
     let answer = tool_result(agent.messages(), "c1");
     assert_eq!(answer, "slack_create_channel done with {\"id\":\"C1\"}");
     let requests = mock.requests();
     let first = declared(requests[0].body["tools"].as_array().unwrap());
     let second = declared(requests[1].body["tools"].as_array().unwrap());
     assert!(!first.contains(&"fx__slack_create_channel".to_owned()));
-    assert!(second.contains(&"fx__slack_create_channel".to_owned()), "{second:?}");
+    assert!(
+        second.contains(&"fx__slack_create_channel".to_owned()),
+        "{second:?}"
+    );
     assert_eq!(second.len(), first.len() + 1, "only the called tool joined");
     agent.into_tools().shutdown().await;
 }
@@ -268,13 +310,22 @@ async fn a_server_still_connecting_joins_later_with_its_tools_deferred() {
     let mut hub = Hub::start(config).await.expect("hub starts");
     assert_eq!(hub.connecting(), ["late"]);
     let before = declared(hub.declarations());
-    assert!(!before.iter().any(|n| n.starts_with("late__")), "{before:?}");
-    assert!(!before.contains(&TOOL_SEARCH.to_owned()), "nothing deferred yet");
+    assert!(
+        !before.iter().any(|n| n.starts_with("late__")),
+        "{before:?}"
+    );
+    assert!(
+        !before.contains(&TOOL_SEARCH.to_owned()),
+        "nothing deferred yet"
+    );
 
     std::fs::write(&gate, "").unwrap();
     let notices = hub.wait_for_servers(Duration::from_secs(30)).await;
     assert_eq!(notices.len(), 1, "{notices:?}");
-    assert!(notices[0].contains("server late finished connecting"), "{notices:?}");
+    assert!(
+        notices[0].contains("server late finished connecting"),
+        "{notices:?}"
+    );
     assert!(hub.connecting().is_empty());
     let after = declared(hub.declarations());
     // Under the budget, still deferred: the late tools do not reshape
@@ -327,7 +378,10 @@ async fn through_the_binary_the_user_sees_what_is_deferred_and_a_found_tool_surv
 
     let listed = nanohermes(&home, "http://127.0.0.1:9", &["tools", "--workspace", &ws]).await;
     let table = String::from_utf8_lossy(&listed.stdout);
-    assert!(table.lines().next().unwrap().ends_with("DEFERRED"), "{table}");
+    assert!(
+        table.lines().next().unwrap().ends_with("DEFERRED"),
+        "{table}"
+    );
     let row = |name: &str| {
         table
             .lines()
@@ -335,10 +389,19 @@ async fn through_the_binary_the_user_sees_what_is_deferred_and_a_found_tool_surv
             .map(|l| l.split_whitespace().last().unwrap().to_owned())
     };
     assert_eq!(row("read_file").as_deref(), Some("no"), "{table}");
-    assert_eq!(row("fx__jira_create_issue").as_deref(), Some("yes"), "{table}");
+    assert_eq!(
+        row("fx__jira_create_issue").as_deref(),
+        Some("yes"),
+        "{table}"
+    );
 
     let first = MockModel::start_strict(vec![
-        tool_calls(&[call("c1", TOOL_SEARCH, json!({"query": "jira create issue"}))]).into(),
+        tool_calls(&[call(
+            "c1",
+            TOOL_SEARCH,
+            json!({"query": "jira create issue"}),
+        )])
+        .into(),
         text(&["found"]).into(),
     ])
     .await;
@@ -364,8 +427,18 @@ async fn through_the_binary_the_user_sees_what_is_deferred_and_a_found_tool_surv
         .filter_map(Value::as_str)
         .collect();
     assert!(deferred.contains(&"fx__jira_create_issue"), "{init}");
-    assert!(init["tools"].as_array().unwrap().contains(&json!(TOOL_SEARCH)));
-    assert!(!init["tools"].as_array().unwrap().contains(&json!("fx__jira_create_issue")));
+    assert!(
+        init["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(TOOL_SEARCH))
+    );
+    assert!(
+        !init["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("fx__jira_create_issue"))
+    );
     let requests = first.requests();
     let prompt = requests[0].messages()[0]["content"].as_str().unwrap();
     assert!(
@@ -389,5 +462,8 @@ async fn through_the_binary_the_user_sees_what_is_deferred_and_a_found_tool_surv
     let requests = second.requests();
     assert_requests_valid(&requests);
     let names = declared(requests[0].body["tools"].as_array().unwrap());
-    assert!(names.contains(&"fx__jira_create_issue".to_owned()), "{names:?}");
+    assert!(
+        names.contains(&"fx__jira_create_issue".to_owned()),
+        "{names:?}"
+    );
 }
