@@ -19,7 +19,7 @@
 //!   only ever holds back tools the model has not been shown, so a server
 //!   that arrives late or a tool list that grows does not hide tools the
 //!   model already uses.
-//! - **Late servers** ([`super::late`]): the tools of a server that
+//! - **Late servers** (`late.rs`): the tools of a server that
 //!   finished connecting after the first request join the deferred set
 //!   (unless pinned), whatever the budget.
 //! - **`tool_search {query, limit?}`** is declared exactly while something

@@ -53,6 +53,12 @@
 //!   Every external stdio child gets `NANOHERMES_AGENT_DEPTH` = this
 //!   process's depth + 1; at `max_agent_depth` no external `run_task` is
 //!   offered, with one warning per server.
+//! - **Deferred tools** ([`deferred`]): past a budget (16 000 declaration
+//!   bytes or 40 tools) the tools of servers nobody pinned are not
+//!   declared; the `tool_search` meta-tool finds them (BM25, [`search`])
+//!   and a match, or a deferred tool called by name, is declared from the
+//!   next step on. Servers not ready within [`HubConfig::connect_wait`]
+//!   keep connecting and join at a later step, deferred (`late.rs`).
 //! - **Calls never fail.** Every problem is a string starting with `ERROR: `:
 //!   an unknown tool (with the list of available ones), a tool error
 //!   (`isError`), a JSON-RPC error, a timeout (`timed out after`; the call
