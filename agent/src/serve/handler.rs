@@ -210,7 +210,15 @@ impl AgentServer {
             _ => runtime.client.clone(),
         };
         let tools = TaskTools::new(runtime.hub.clone(), policy).await;
-        let system_prompt = prompt::system_prompt(&workspace, &runtime.guidance);
+        let mut system_prompt = prompt::system_prompt(&workspace, &runtime.guidance);
+        {
+            let hub = runtime.hub.read().await;
+            prompt::add_deferred_line(
+                &mut system_prompt,
+                &hub.deferred_counts(),
+                &hub.connecting(),
+            );
+        }
         let (approvals, questions) = approval::approvals(how, &ctx.peer);
         let interrupt = Interrupt::default();
         let (history, usage_before) = match earlier {
