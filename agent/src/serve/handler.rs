@@ -194,6 +194,15 @@ impl AgentServer {
 
         let mut rules = runtime.config.rules.clone();
         if let Some(mode) = mode {
+            if mode.permissiveness() > rules.mode.permissiveness() {
+                return Err(fail(format!(
+                    "mode {} allows more than this server's mode {}; a task may only narrow it \
+                     (start `nanohermes serve --mode {}` to allow it)",
+                    mode.name(),
+                    rules.mode.name(),
+                    mode.name()
+                )));
+            }
             rules.mode = mode;
         }
         let policy = rules.policy();

@@ -126,6 +126,19 @@ impl Mode {
         }
     }
 
+    /// How much a mode lets run without asking: plan < debug < default <
+    /// accept-edits < goal. A `run_task` caller may narrow the server's mode,
+    /// never widen it (a parent agent's model must not lift its own approvals).
+    pub fn permissiveness(self) -> u8 {
+        match self {
+            Mode::Plan => 0,
+            Mode::Debug => 1,
+            Mode::Default => 2,
+            Mode::AcceptEdits => 3,
+            Mode::Goal => 4,
+        }
+    }
+
     /// "default, accept-edits, plan, goal, debug".
     pub fn names() -> String {
         Mode::ALL
