@@ -106,6 +106,7 @@ mod builtin_main;
 pub mod compact;
 mod connect;
 pub mod era;
+pub mod input;
 pub mod names;
 mod plan;
 mod refresh;
@@ -207,12 +208,15 @@ pub struct HubConfig {
     /// At this depth no external server's `run_task` is offered
     /// (`max_agent_depth`, default [`DEFAULT_MAX_AGENT_DEPTH`]).
     pub max_agent_depth: usize,
+    /// Who answers servers' elicitations ([`input`]); `None`: the hub
+    /// does not declare the capability and declines.
+    pub elicitor: Option<input::SharedElicitor>,
 }
 
 impl HubConfig {
     /// `servers` in `workspace`, with the defaults: the default output cap,
     /// no private network, this executable for built-in children, no era
-    /// file, this process's agent depth and the default limit.
+    /// file, this process's agent depth and the default limit, no elicitor.
     pub fn new(workspace: impl Into<PathBuf>, servers: Vec<ServerSpec>) -> HubConfig {
         HubConfig {
             workspace: workspace.into(),
@@ -223,6 +227,7 @@ impl HubConfig {
             era_cache: None,
             agent_depth: agent_depth(),
             max_agent_depth: DEFAULT_MAX_AGENT_DEPTH,
+            elicitor: None,
         }
     }
 }
@@ -346,6 +351,7 @@ impl Hub {
                     planned.name.clone(),
                     planned.launch,
                     planned.startup_timeout,
+                    planned.elicitor,
                 )
                 .await;
                 let meta = (
