@@ -126,7 +126,7 @@ use std::sync::Arc;
 use anyhow::{Context as _, bail};
 use futures::future::join_all;
 use mcp_tools::{ToolContext, Workspace};
-use rmcp::model::{CallToolResult, Tool, ToolAnnotations};
+use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
 
 use crate::config::sources::ServerSpec;
@@ -255,6 +255,10 @@ pub struct ToolInfo {
     pub builtin: bool,
     /// The server's annotations, as given.
     pub annotations: Option<ToolAnnotations>,
+    /// The input schema exactly as the server listed it (JSON Schema
+    /// 2020-12 kept whole, network `$ref`s never fetched); the model sees a
+    /// sanitised copy ([`schema::sanitize`]).
+    pub input_schema: Arc<JsonObject>,
 }
 
 impl ToolInfo {
@@ -650,6 +654,7 @@ impl Hub {
             destructive: !read_only && believed.and_then(|a| a.destructive_hint).unwrap_or(true),
             builtin: prefix.is_none(),
             annotations: tool.annotations.clone(),
+            input_schema: Arc::clone(&tool.input_schema),
         });
     }
 

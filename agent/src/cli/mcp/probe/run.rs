@@ -75,6 +75,17 @@ async fn one(
             elicitor.set(answer.clone());
             Ok(String::new())
         }
+        Step::EchoSchema(tool, via) => {
+            let schema = hub
+                .tools()
+                .iter()
+                .find(|t| t.server == server && t.raw_name == *tool)
+                .map(|t| Value::Object(t.input_schema.as_ref().clone()))
+                .ok_or_else(|| format!("the server lists no usable tool {tool}"))?;
+            let mut arguments = JsonObject::new();
+            arguments.insert("schema".to_owned(), schema);
+            call(hub, server, via, arguments).await
+        }
     }
 }
 

@@ -17,10 +17,11 @@ pub fn steps(scenario: &str, context: &JsonObject) -> Option<Vec<Step>> {
         )
     };
     Some(match scenario {
-        "initialize"
-        | "request-metadata"
-        | "json-schema-ref-no-deref"
-        | "json-schema-2020-12-preservation" => vec![Step::List],
+        "initialize" | "request-metadata" | "json-schema-ref-no-deref" => vec![Step::List],
+        "json-schema-2020-12-preservation" => vec![Step::EchoSchema(
+            "json_schema_2020_12_tool".to_owned(),
+            "json_schema_echo".to_owned(),
+        )],
         "tools_call" => vec![call("add_numbers", json!({"a": 2, "b": 3}))],
         "sse-retry" => vec![call("test_reconnection", json!({}))],
         "elicitation-sep1034-client-defaults" => vec![

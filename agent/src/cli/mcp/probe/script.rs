@@ -12,6 +12,8 @@
 //!                        schema defaults overlaid with JSON (the default)
 //! elicit decline         answer later elicitations: decline
 //! elicit cancel          answer later elicitations: cancel
+//! echo-schema TOOL VIA   call VIA with {"schema": TOOL's input schema as
+//!                        the hub keeps it} (schema preservation checks)
 //! ```
 
 use anyhow::{Context as _, bail};
@@ -52,6 +54,8 @@ pub enum Step {
     Prompt(String, JsonObject),
     /// Set how later elicitations are answered.
     Elicit(ElicitAnswer),
+    /// Call the second tool with the first one's input schema as `schema`.
+    EchoSchema(String, String),
 }
 
 impl std::fmt::Display for Step {
@@ -66,6 +70,7 @@ impl std::fmt::Display for Step {
             Step::Elicit(ElicitAnswer::Accept(_)) => f.write_str("elicit accept"),
             Step::Elicit(ElicitAnswer::Decline) => f.write_str("elicit decline"),
             Step::Elicit(ElicitAnswer::Cancel) => f.write_str("elicit cancel"),
+            Step::EchoSchema(tool, via) => write!(f, "echo-schema {tool} {via}"),
         }
     }
 }
@@ -101,6 +106,10 @@ fn parse_line(line: &str) -> anyhow::Result<Step> {
                 Step::Prompt(name.to_owned(), arguments)
             }
         }
+        "echo-schema" => match rest.split_whitespace().collect::<Vec<_>>()[..] {
+            [tool, via] => Step::EchoSchema(tool.to_owned(), via.to_owned()),
+            _ => bail!("`echo-schema` needs two tool names: `echo-schema TOOL VIA`"),
+        },
         "read" if !rest.is_empty() => Step::Read(rest.to_owned()),
         "read" => bail!("`read` needs a URI: `read test://static-text`"),
         "elicit" => {
@@ -114,7 +123,7 @@ fn parse_line(line: &str) -> anyhow::Result<Step> {
         }
         _ => bail!(
             "unknown step {word:?}; steps: list, call NAME [JSON], resources, read URI, prompts, \
-             prompt NAME [JSON], elicit accept [JSON] | decline | cancel"
+             prompt NAME [JSON], elicit accept [JSON] | decline | cancel, echo-schema TOOL VIA"
         ),
     })
 }
@@ -155,7 +164,7 @@ mod tests {
     fn every_step_parses_and_errors_name_the_line() {
         let steps = parse(
             "# probe\n\nlist\ncall add {\"a\": 1}\ncall bare\nread file:///a%20b.txt\n\
-             prompt p {\"x\": \"y\"}\nelicit accept {\"ok\": true}\nelicit decline\nresources\nprompts\n",
+             prompt p {\"x\": \"y\"}\nelicit accept {\"ok\": true}\nelicit decline\nresources\nprompts\necho-schema a b\n",
         )
         .unwrap();
         let object = |v: Value| v.as_object().unwrap().clone();
@@ -171,6 +180,7 @@ mod tests {
                 Step::Elicit(ElicitAnswer::Decline),
                 Step::Resources,
                 Step::Prompts,
+                Step::EchoSchema("a".into(), "b".into()),
             ]
         );
         let error = format!("{:#}", parse("list\ncall x [1]\n").unwrap_err());
