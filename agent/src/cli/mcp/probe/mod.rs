@@ -32,7 +32,7 @@ use clap::Args;
 use rmcp::model::JsonObject;
 
 use crate::config::sources::ConfigError;
-use crate::hub::Era;
+use crate::hub::{Era, ServerState};
 
 use script::Step;
 
@@ -67,6 +67,14 @@ pub async fn main(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot connect to {}", args.url))?;
     for warning in hub.warnings() {
         eprintln!("warning: {warning}");
+    }
+    if let Some(ServerState::Running { tools, era }) = hub
+        .status()
+        .into_iter()
+        .find(|s| s.name == connect::SERVER)
+        .map(|s| s.state)
+    {
+        println!("connected to {} (protocol {era}, {tools} tools)", args.url);
     }
     let outcome = run::run(&hub, connect::SERVER, &elicitor, &steps).await;
     hub.shutdown().await;
