@@ -62,9 +62,8 @@ pub async fn main(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     let era = protocol.as_deref().map(era_of).transpose()?;
     let steps = steps(args.script.as_deref(), args.scenario)?;
     let elicitor = Arc::new(elicit::ScriptedElicitor::default());
-    let hub = connect::connect(&args.url, era, Arc::clone(&elicitor))
-        .await
-        .with_context(|| format!("cannot connect to {}", args.url))?;
+    // The hub's error names the URL and why (and the server's stderr tail).
+    let hub = connect::connect(&args.url, era, Arc::clone(&elicitor)).await?;
     for warning in hub.warnings() {
         eprintln!("warning: {warning}");
     }
