@@ -23,7 +23,7 @@ mod run;
 mod scenario;
 mod script;
 
-use std::io::Read as _;
+use std::io::{Read as _, Write as _};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -73,7 +73,12 @@ pub async fn main(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         .find(|s| s.name == connect::SERVER)
         .map(|s| s.state)
     {
-        println!("connected to {} (protocol {era}, {tools} tools)", args.url);
+        let mut out = std::io::stdout().lock();
+        writeln!(
+            out,
+            "connected to {} (protocol {era}, {tools} tools)",
+            args.url
+        )?;
     }
     let outcome = run::run(&hub, connect::SERVER, &elicitor, &steps).await;
     hub.shutdown().await;
