@@ -46,7 +46,8 @@ pub struct ProbeArgs {
     #[arg(long, value_name = "FILE")]
     pub script: Option<String>,
     /// The protocol revision to speak (2025-11-25 runs `initialize`, 2026-07-28
-    /// `server/discover`); default $MCP_CONFORMANCE_PROTOCOL_VERSION, else probe as usual.
+    /// `server/discover`); default $MCP_CONFORMANCE_PROTOCOL_VERSION, 2025-11-25 for a
+    /// scenario without it, else probe as a configured server is.
     #[arg(long, value_name = "VERSION")]
     pub protocol: Option<String>,
     /// The conformance scenario whose steps to run (default $MCP_CONFORMANCE_SCENARIO).
@@ -56,9 +57,15 @@ pub struct ProbeArgs {
 
 /// Runs the probe.
 pub async fn main(args: ProbeArgs) -> anyhow::Result<ExitCode> {
+    // A suite run without a version (the 0.1.x runners set none) means
+    // 2025-11-25, the revision those runners test.
     let protocol = args
         .protocol
-        .or_else(|| env("MCP_CONFORMANCE_PROTOCOL_VERSION"));
+        .or_else(|| env("MCP_CONFORMANCE_PROTOCOL_VERSION"))
+        .or_else(|| {
+            (args.script.is_none() && env("MCP_CONFORMANCE_SCENARIO").is_some())
+                .then(|| "2025-11-25".to_owned())
+        });
     let era = protocol.as_deref().map(era_of).transpose()?;
     let steps = steps(args.script.as_deref(), args.scenario)?;
     let elicitor = Arc::new(elicit::ScriptedElicitor::default());
