@@ -3,8 +3,11 @@
 //! NAME`, `call NAME TOOL 'JSON'`. `add` and `remove` edit the user's own
 //! config (`$NANOHERMES_HOME/config.toml`) and keep the rest of the file
 //! as it was; `list`, `get` and `call` start the servers for real.
+//! `probe URL` drives the hub's client stack from a script, for the MCP
+//! conformance suite ([`probe`]).
 
 mod inspect;
+pub mod probe;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -47,6 +50,9 @@ pub enum McpCommand {
         #[arg(default_value = "{}", value_name = "JSON")]
         arguments: String,
     },
+    /// Connect to one Streamable HTTP server with the agent's own client code and run a
+    /// script of steps (or the conformance scenario named in $MCP_CONFORMANCE_SCENARIO).
+    Probe(probe::ProbeArgs),
 }
 
 /// `nanohermes mcp add`.
@@ -83,6 +89,7 @@ pub async fn main(options: &Options, command: McpCommand) -> anyhow::Result<Exit
         } => inspect::call(super::load(options, false)?, &name, &tool, &arguments).await,
         McpCommand::Add(args) => add(options, args),
         McpCommand::Remove { name } => remove(options, &name),
+        McpCommand::Probe(args) => probe::main(args).await,
     }
 }
 

@@ -106,6 +106,7 @@ mod builtin_main;
 pub mod compact;
 mod connect;
 pub mod era;
+pub mod input;
 pub mod names;
 mod plan;
 mod refresh;
@@ -125,7 +126,7 @@ use std::sync::Arc;
 use anyhow::{Context as _, bail};
 use futures::future::join_all;
 use mcp_tools::{ToolContext, Workspace};
-use rmcp::model::{CallToolResult, Tool, ToolAnnotations};
+use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
 
 use crate::config::sources::ServerSpec;
@@ -207,12 +208,15 @@ pub struct HubConfig {
     /// At this depth no external server's `run_task` is offered
     /// (`max_agent_depth`, default [`DEFAULT_MAX_AGENT_DEPTH`]).
     pub max_agent_depth: usize,
+    /// Who answers servers' elicitations ([`input`]); `None`: the hub
+    /// does not declare the capability and declines.
+    pub elicitor: Option<input::SharedElicitor>,
 }
 
 impl HubConfig {
     /// `servers` in `workspace`, with the defaults: the default output cap,
     /// no private network, this executable for built-in children, no era
-    /// file, this process's agent depth and the default limit.
+    /// file, this process's agent depth and the default limit, no elicitor.
     pub fn new(workspace: impl Into<PathBuf>, servers: Vec<ServerSpec>) -> HubConfig {
         HubConfig {
             workspace: workspace.into(),
@@ -223,6 +227,7 @@ impl HubConfig {
             era_cache: None,
             agent_depth: agent_depth(),
             max_agent_depth: DEFAULT_MAX_AGENT_DEPTH,
+            elicitor: None,
         }
     }
 }
@@ -250,6 +255,10 @@ pub struct ToolInfo {
     pub builtin: bool,
     /// The server's annotations, as given.
     pub annotations: Option<ToolAnnotations>,
+    /// The input schema exactly as the server listed it (JSON Schema
+    /// 2020-12 kept whole, network `$ref`s never fetched); the model sees a
+    /// sanitised copy ([`schema::sanitize`]).
+    pub input_schema: Arc<JsonObject>,
 }
 
 impl ToolInfo {
@@ -346,6 +355,7 @@ impl Hub {
                     planned.name.clone(),
                     planned.launch,
                     planned.startup_timeout,
+                    planned.elicitor,
                 )
                 .await;
                 let meta = (
@@ -644,6 +654,7 @@ impl Hub {
             destructive: !read_only && believed.and_then(|a| a.destructive_hint).unwrap_or(true),
             builtin: prefix.is_none(),
             annotations: tool.annotations.clone(),
+            input_schema: Arc::clone(&tool.input_schema),
         });
     }
 

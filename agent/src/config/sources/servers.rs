@@ -80,6 +80,9 @@ pub struct HttpSpec {
     pub headers: BTreeMap<String, String>,
     /// Headers whose values are read from these variables at connect time.
     pub env_headers: BTreeMap<String, String>,
+    /// The protocol era to speak, when pinned (`nanohermes mcp probe
+    /// --protocol`): no probe, no era cache. `None` probes and remembers.
+    pub era: Option<crate::hub::Era>,
 }
 
 /// How the hub reaches the server.
@@ -381,6 +384,7 @@ pub fn resolve(
             bearer_token_env_var: raw.bearer_token_env_var,
             headers: raw.http_headers.unwrap_or_default(),
             env_headers: raw.env_http_headers.unwrap_or_default(),
+            era: None,
         })
     } else if let Some(command) = raw.command {
         Transport::Stdio(StdioSpec {
