@@ -313,3 +313,23 @@ impl Mrtr {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sealed_state_opens_and_a_tampered_or_foreign_one_is_invalid_params() {
+        let mrtr = Mrtr::new().unwrap();
+        let sealed = mrtr.seal(json!({ "round": 1 })).unwrap();
+        assert_eq!(mrtr.open(&sealed).unwrap(), json!({ "round": 1 }));
+        let mut tampered = sealed.clone().into_bytes();
+        let last = tampered.len() - 1;
+        tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
+        let err = mrtr.open(std::str::from_utf8(&tampered).unwrap()).unwrap_err();
+        assert_eq!(err.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        // Another process's key (a restarted server) does not open it either.
+        let other = Mrtr::new().unwrap();
+        assert!(other.open(&sealed).is_err());
+    }
+}
