@@ -186,7 +186,10 @@ mod tests {
     fn template_uris_read_and_unknown_uris_are_not_found_with_the_uri() {
         let found = read("test://template/42/data").unwrap();
         let text = serde_json::to_value(&found.contents[0]).unwrap();
-        assert!(text["text"].as_str().unwrap().contains("\"id\":\"42\""), "{text}");
+        assert!(
+            text["text"].as_str().unwrap().contains("\"id\":\"42\""),
+            "{text}"
+        );
         let err = read("test://nope").unwrap_err();
         assert_eq!(err.data, Some(json!({ "uri": "test://nope" })));
     }

@@ -15,7 +15,7 @@ use rmcp::model::{
     ErrorData, GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerInfo, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
     UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, RoleServer, SubscriptionContext, SubscriptionSink};
@@ -75,7 +75,7 @@ impl Fixture {
 }
 
 impl ServerHandler for Fixture {
-    fn get_info(&self) -> ServerInfo {
+    fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
             .enable_prompts()
             .enable_prompts_list_changed()
@@ -87,7 +87,7 @@ impl ServerHandler for Fixture {
             .enable_logging()
             .enable_completions()
             .build();
-        ServerInfo::new(capabilities)
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 "nanohermes-conformance",
                 env!("CARGO_PKG_VERSION"),

@@ -326,7 +326,9 @@ mod tests {
         let mut tampered = sealed.clone().into_bytes();
         let last = tampered.len() - 1;
         tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
-        let err = mrtr.open(std::str::from_utf8(&tampered).unwrap()).unwrap_err();
+        let err = mrtr
+            .open(std::str::from_utf8(&tampered).unwrap())
+            .unwrap_err();
         assert_eq!(err.code, rmcp::model::ErrorCode::INVALID_PARAMS);
         // Another process's key (a restarted server) does not open it either.
         let other = Mrtr::new().unwrap();

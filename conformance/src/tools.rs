@@ -363,7 +363,7 @@ async fn elicit(
     match cx.peer.create_elicitation(params).await {
         Ok(result) => {
             let action = serde_json::to_value(&result.action).unwrap_or(Value::Null);
-            let content = result.content.map(Value::from).unwrap_or(Value::Null);
+            let content = result.content.unwrap_or(Value::Null);
             text(format!("{label}: action={action}, content={content}"))
         }
         Err(e) => tool_error(format!("Elicitation error: {e}")),
