@@ -3,9 +3,12 @@
 //! NAME`, `call NAME TOOL 'JSON'`, `login NAME` / `logout NAME` (OAuth). `add` and `remove` edit the user's own
 //! config (`$NANOHERMES_HOME/config.toml`) and keep the rest of the file
 //! as it was; `list`, `get` and `call` start the servers for real.
+//! `probe URL` drives the hub's client stack from a script, for the MCP
+//! conformance suite ([`probe`]).
 
 mod inspect;
 mod login;
+pub mod probe;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -62,6 +65,9 @@ pub enum McpCommand {
         #[arg(default_value = "{}", value_name = "JSON")]
         arguments: String,
     },
+    /// Connect to one Streamable HTTP server with the agent's own client code and run a
+    /// script of steps (or the conformance scenario named in $MCP_CONFORMANCE_SCENARIO).
+    Probe(probe::ProbeArgs),
 }
 
 /// `nanohermes mcp add`.
@@ -102,6 +108,7 @@ pub async fn main(options: &Options, command: McpCommand) -> anyhow::Result<Exit
         McpCommand::Logout { name } => login::logout(super::load(options, false)?, &name).await,
         McpCommand::Add(args) => add(options, args),
         McpCommand::Remove { name } => remove(options, &name),
+        McpCommand::Probe(args) => probe::main(args).await,
     }
 }
 

@@ -164,5 +164,5 @@ async fn connect<S>(server: S) -> anyhow::Result<Client>
 where
     S: rmcp::ServerHandler + rmcp::service::Service<rmcp::RoleServer>,
 {
-    Ok(serve_in_process(server, client_config()).await?)
+    Ok(serve_in_process(server, client_config(None)).await?)
 }

@@ -23,6 +23,7 @@ use rmcp::transport::TokioChildProcess;
 
 use super::builtin::{Builtin, BuiltinOptions};
 use super::era::{Era, EraCache, PROBE_TIMEOUT};
+use super::input::SharedElicitor;
 use super::server::{Client, StderrTail, client_config};
 
 /// One live connection: the client, its era and, for a child process, the
@@ -74,8 +75,10 @@ pub(crate) struct HttpTarget {
 /// What is known about a server's era before connecting.
 #[derive(Clone)]
 pub(crate) enum EraHint {
-    /// Ours: speaks 2026-07-28.
+    /// Ours, or pinned by the spec: speaks 2026-07-28 (`server/discover`).
     Modern,
+    /// Pinned by the spec: speaks 2025-11-25 (`initialize`), no probe.
+    Legacy,
     /// Look it up under this key, probe if unknown, remember the answer.
     Cached(Arc<EraCache>, String),
 }
@@ -114,10 +117,12 @@ fn says_legacy(error: &anyhow::Error) -> bool {
 
 impl Launch {
     /// Starts the server and completes its handshake.
+    /// `elicitor` answers the server's elicitations (input.rs).
     pub(crate) async fn connect(
         &self,
         name: &str,
         stderr: &Arc<StderrTail>,
+        elicitor: Option<&SharedElicitor>,
     ) -> anyhow::Result<Connection> {
         match self {
             Launch::InProcess(builtin, ctx, options) => {
@@ -133,7 +138,7 @@ impl Launch {
                 let start = |mode| async move {
                     let (transport, tree) = spawn_child(name, child, stderr)?;
                     // A failed handshake drops the tree: nothing is left running.
-                    let client = client_config()
+                    let client = client_config(elicitor)
                         .serve_with_lifecycle(transport, mode)
                         .await?;
                     let era = era_of(&client);
@@ -145,6 +150,7 @@ impl Launch {
                 };
                 match hint {
                     EraHint::Modern => start(modern()).await,
+                    EraHint::Legacy => start(ClientLifecycleMode::Initialize).await,
                     EraHint::Cached(cache, key) => {
                         let connection = match cache.get(key) {
                             Some(Era::Modern) => match start(modern()).await {
@@ -178,7 +184,7 @@ impl Launch {
             }
             Launch::Http(target, hint) => {
                 let start = |mode| async move {
-                    let client = super::http::serve(target, client_config(), mode).await?;
+                    let client = super::http::serve(target, client_config(elicitor), mode).await?;
                     let era = era_of(&client);
                     anyhow::Ok(Connection {
                         client,
@@ -190,6 +196,7 @@ impl Launch {
                 // a silent one; the cache only saves the probe round trip.
                 let connection = match hint {
                     EraHint::Modern => start(modern()).await?,
+                    EraHint::Legacy => start(ClientLifecycleMode::Initialize).await?,
                     EraHint::Cached(cache, key) => {
                         let connection = match cache.get(key) {
                             Some(Era::Legacy) => match start(ClientLifecycleMode::Initialize).await

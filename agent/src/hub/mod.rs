@@ -107,6 +107,7 @@ pub mod compact;
 mod connect;
 mod http;
 pub mod era;
+pub mod input;
 pub mod names;
 mod plan;
 mod refresh;
@@ -126,7 +127,7 @@ use std::sync::Arc;
 use anyhow::{Context as _, bail};
 use futures::future::join_all;
 use mcp_tools::{ToolContext, Workspace};
-use rmcp::model::{CallToolResult, Tool, ToolAnnotations};
+use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
 
 use crate::config::sources::ServerSpec;
@@ -216,12 +217,15 @@ pub struct HubConfig {
     /// `None` (the agent): the server fails to start with "run `nanohermes
     /// mcp login NAME`". The probe fetches it ([`crate::auth::Browser::Fetch`]).
     pub oauth_browser: Option<crate::auth::Browser>,
+    /// Who answers servers' elicitations ([`input`]); `None`: the hub
+    /// does not declare the capability and declines.
+    pub elicitor: Option<input::SharedElicitor>,
 }
 
 impl HubConfig {
     /// `servers` in `workspace`, with the defaults: the default output cap,
     /// no private network, this executable for built-in children, no era
-    /// file, this process's agent depth and the default limit.
+    /// file, this process's agent depth and the default limit, no elicitor.
     pub fn new(workspace: impl Into<PathBuf>, servers: Vec<ServerSpec>) -> HubConfig {
         HubConfig {
             workspace: workspace.into(),
@@ -234,6 +238,7 @@ impl HubConfig {
             max_agent_depth: DEFAULT_MAX_AGENT_DEPTH,
             credentials: None,
             oauth_browser: None,
+            elicitor: None,
         }
     }
 }
@@ -261,6 +266,10 @@ pub struct ToolInfo {
     pub builtin: bool,
     /// The server's annotations, as given.
     pub annotations: Option<ToolAnnotations>,
+    /// The input schema exactly as the server listed it (JSON Schema
+    /// 2020-12 kept whole, network `$ref`s never fetched); the model sees a
+    /// sanitised copy ([`schema::sanitize`]).
+    pub input_schema: Arc<JsonObject>,
 }
 
 impl ToolInfo {
@@ -357,6 +366,7 @@ impl Hub {
                     planned.name.clone(),
                     planned.launch,
                     planned.startup_timeout,
+                    planned.elicitor,
                 )
                 .await;
                 let meta = (
@@ -655,6 +665,7 @@ impl Hub {
             destructive: !read_only && believed.and_then(|a| a.destructive_hint).unwrap_or(true),
             builtin: prefix.is_none(),
             annotations: tool.annotations.clone(),
+            input_schema: Arc::clone(&tool.input_schema),
         });
     }
 

@@ -15,7 +15,8 @@ use crate::config::sources::{HttpSpec, Origin, ServerSpec, StdioSpec, Transport}
 use super::agents;
 use super::builtin::{Builtin, BuiltinOptions};
 use super::connect::{ChildSpec, EraHint, HttpTarget, Launch};
-use super::era::{EraCache, config_key};
+use super::era::{Era, EraCache, config_key};
+use super::input::SharedElicitor;
 use super::{HubConfig, call_timeout_over};
 
 /// One server to start, before it has started.
@@ -29,6 +30,8 @@ pub(crate) struct Planned {
     pub(crate) call_timeout: Duration,
     pub(crate) filter: ToolFilter,
     pub(crate) launch: Launch,
+    /// Who answers its elicitations.
+    pub(crate) elicitor: Option<SharedElicitor>,
 }
 
 /// `enabled_tools` (an allow-list, when set) then `disabled_tools`, on the
@@ -115,8 +118,12 @@ pub(crate) fn plan(
         }
         (Transport::Http(http), _) => {
             let target = http_target(&spec.name, http, config)?;
-            let description = format!("http {} {:?}", target.url, http);
-            Launch::Http(target, cached(description))
+            let hint = match http.era {
+                Some(Era::Modern) => EraHint::Modern,
+                Some(Era::Legacy) => EraHint::Legacy,
+                None => cached(format!("http {} {:?}", target.url, http)),
+            };
+            Launch::Http(target, hint)
         }
     };
     // A built-in's tools stop themselves; the hub's timeout sits above that,
@@ -143,6 +150,7 @@ pub(crate) fn plan(
             .then_some((config.agent_depth, config.max_agent_depth)),
         },
         launch,
+        elicitor: config.elicitor.clone(),
     })
 }
 

@@ -80,6 +80,9 @@ pub struct HttpSpec {
     pub headers: BTreeMap<String, String>,
     /// Headers whose values are read from these variables at connect time.
     pub env_headers: BTreeMap<String, String>,
+    /// The protocol era to speak, when pinned (`nanohermes mcp probe
+    /// --protocol`): no probe, no era cache. `None` probes and remembers.
+    pub era: Option<crate::hub::Era>,
     /// OAuth client registration and scopes (used when no static token is set).
     pub oauth: OAuthSpec,
 }
@@ -413,6 +416,7 @@ pub fn resolve(
             bearer_token_env_var: raw.bearer_token_env_var,
             headers: raw.http_headers.unwrap_or_default(),
             env_headers: raw.env_http_headers.unwrap_or_default(),
+            era: None,
             oauth: OAuthSpec {
                 client_id: raw.oauth_client_id,
                 client_secret_env_var: raw.oauth_client_secret_env_var,
