@@ -251,6 +251,7 @@ pub fn oauth_settings(
 ) -> anyhow::Result<crate::auth::OAuthSettings> {
     let oauth = &http.oauth;
     let client_secret = match &oauth.client_secret_env_var {
+        _ if oauth.client_secret.is_some() => oauth.client_secret.clone(),
         Some(var) => match std::env::var(var) {
             Ok(value) if !value.is_empty() => Some(value),
             _ => bail!(

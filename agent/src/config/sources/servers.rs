@@ -94,6 +94,9 @@ pub struct OAuthSpec {
     pub client_id: Option<String>,
     /// `oauth_client_secret_env_var`.
     pub client_secret_env_var: Option<String>,
+    /// The secret itself, given by a caller that has it in hand (the probe,
+    /// from the conformance suite's context); no config key sets it.
+    pub client_secret: Option<String>,
     /// `oauth_client_metadata_url`.
     pub client_metadata_url: Option<String>,
     /// `oauth_scopes`.
@@ -420,6 +423,7 @@ pub fn resolve(
             oauth: OAuthSpec {
                 client_id: raw.oauth_client_id,
                 client_secret_env_var: raw.oauth_client_secret_env_var,
+                client_secret: None,
                 client_metadata_url: raw.oauth_client_metadata_url,
                 scopes: raw.oauth_scopes.unwrap_or_default(),
                 callback_port: raw.oauth_callback_port.unwrap_or(0),
