@@ -26,6 +26,9 @@ mod hooks;
 /// The config wiring and `nanohermes mcp` through the real binary: trust, --mcp quoting,
 /// add/list/get/call/remove, no process left.
 mod mcp_cli;
+/// OAuth for an HTTP server against a real local authorization server: `mcp login`,
+/// the 0600 token file, refresh after expiry, logout, no token in sessions.
+mod oauth;
 /// The model client: retries, fallback, non-streaming, text on retry.
 mod model_client;
 /// Model output that must never poison the history: bad or cut-off
