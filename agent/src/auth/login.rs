@@ -40,7 +40,10 @@ impl std::fmt::Debug for OAuthSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OAuthSettings")
             .field("client_id", &self.client_id)
-            .field("client_secret", &self.client_secret.as_ref().map(|_| "[REDACTED]"))
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "[REDACTED]"),
+            )
             .field("client_metadata_url", &self.client_metadata_url)
             .field("scopes", &self.scopes)
             .field("callback_port", &self.callback_port)
@@ -70,7 +73,7 @@ pub struct Authorizer {
     pub settings: OAuthSettings,
     /// Where the tokens go.
     pub store: CredentialsFile,
-/// Who opens the authorization URL.
+    /// Who opens the authorization URL.
     pub browser: Browser,
 }
 
@@ -135,9 +138,7 @@ impl Authorizer {
             .map_err(|(_, e)| e)
             .with_context(|| format!("cannot start authorizing with {}", self.name))?;
 
-        let callback = self
-            .open(session.get_authorization_url(), listener)
-            .await?;
+        let callback = self.open(session.get_authorization_url(), listener).await?;
         session
             .handle_callback_url(&callback)
             .await

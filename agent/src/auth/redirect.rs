@@ -71,7 +71,10 @@ impl Listener {
             }
             let is_callback = target.split('?').next() == Some(CALLBACK_PATH);
             let (status, body) = if is_callback {
-                ("200 OK", "NanoHermes received the authorization; you can close this window.\n")
+                (
+                    "200 OK",
+                    "NanoHermes received the authorization; you can close this window.\n",
+                )
             } else {
                 ("404 Not Found", "not found\n")
             };
@@ -83,7 +86,11 @@ impl Listener {
             let _ = stream.write_all(response.as_bytes()).await;
             let _ = stream.shutdown().await;
             if is_callback {
-                let url = format!("{}{}", self.redirect_uri.trim_end_matches(CALLBACK_PATH), target);
+                let url = format!(
+                    "{}{}",
+                    self.redirect_uri.trim_end_matches(CALLBACK_PATH),
+                    target
+                );
                 if let Some(error) = query_value(&url, "error") {
                     let detail = query_value(&url, "error_description").unwrap_or_default();
                     bail!("the authorization server refused: {error} {detail}");
@@ -113,7 +120,9 @@ mod tests {
         let base = uri.trim_end_matches(CALLBACK_PATH).to_owned();
         let other = reqwest::get(format!("{base}/favicon.ico")).await.unwrap();
         assert_eq!(other.status(), 404);
-        let ok = reqwest::get(format!("{uri}?code=c1&state=s1")).await.unwrap();
+        let ok = reqwest::get(format!("{uri}?code=c1&state=s1"))
+            .await
+            .unwrap();
         assert_eq!(ok.status(), 200);
         let url = waiting.await.unwrap().unwrap();
         assert_eq!(url, format!("{uri}?code=c1&state=s1"));
@@ -124,7 +133,9 @@ mod tests {
         let listener = Listener::bind(0).await.unwrap();
         let uri = listener.redirect_uri().to_owned();
         let waiting = tokio::spawn(listener.callback());
-        reqwest::get(format!("{uri}?error=access_denied&state=s")).await.unwrap();
+        reqwest::get(format!("{uri}?error=access_denied&state=s"))
+            .await
+            .unwrap();
         let error = waiting.await.unwrap().unwrap_err().to_string();
         assert!(error.contains("access_denied"), "{error}");
     }

@@ -144,7 +144,11 @@ impl CredentialStore for ServerCredentials {
     }
 
     async fn clear(&self) -> Result<(), AuthError> {
-        self.file.remove(&self.url).await.map(drop).map_err(store_error)
+        self.file
+            .remove(&self.url)
+            .await
+            .map(drop)
+            .map_err(store_error)
     }
 }
 
@@ -158,11 +162,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = CredentialsFile::new(dir.path().join("home").join(FILE_NAME));
         let a = file.for_server("http://a/mcp");
-        a.save(StoredCredentials::new("client-a".into(), None, vec![], None))
-            .await
-            .unwrap();
+        a.save(StoredCredentials::new(
+            "client-a".into(),
+            None,
+            vec![],
+            None,
+        ))
+        .await
+        .unwrap();
         file.for_server("http://b/mcp")
-            .save(StoredCredentials::new("client-b".into(), None, vec![], None))
+            .save(StoredCredentials::new(
+                "client-b".into(),
+                None,
+                vec![],
+                None,
+            ))
             .await
             .unwrap();
         assert_eq!(a.load().await.unwrap().unwrap().client_id, "client-a");

@@ -70,7 +70,9 @@ impl OAuthHttp {
                     }
                 }
                 Ok(false) => {}
-                Err(e) => tracing::warn!(server = %authorizer.name, "cannot prepare token refresh: {e}"),
+                Err(e) => {
+                    tracing::warn!(server = %authorizer.name, "cannot prepare token refresh: {e}")
+                }
             }
         }
         Ok(OAuthHttp {
@@ -97,22 +99,29 @@ impl OAuthHttp {
             other => return other,
         };
         if !self.may_authorize {
-            return Err(StreamableHttpError::Auth(AuthError::InternalError(login_hint(
-                &self.authorizer.name,
-            ))));
+            return Err(StreamableHttpError::Auth(AuthError::InternalError(
+                login_hint(&self.authorizer.name),
+            )));
         }
         let mut count = self.flow.lock().await;
         // Another request authorized while this one waited: just retry.
         if self.generation.load(Ordering::SeqCst) == seen {
             if *count >= MAX_AUTHORIZATIONS {
-                return Err(StreamableHttpError::Auth(AuthError::InternalError(format!(
-                    "server {} still refuses after {MAX_AUTHORIZATIONS} authorizations; check the account's permissions",
-                    self.authorizer.name
-                ))));
+                return Err(StreamableHttpError::Auth(AuthError::InternalError(
+                    format!(
+                        "server {} still refuses after {MAX_AUTHORIZATIONS} authorizations; check the account's permissions",
+                        self.authorizer.name
+                    ),
+                )));
             }
             *count += 1;
             let held = if step_up {
-                self.inner.auth_manager.lock().await.get_current_scopes().await
+                self.inner
+                    .auth_manager
+                    .lock()
+                    .await
+                    .get_current_scopes()
+                    .await
             } else {
                 Vec::new()
             };
@@ -131,7 +140,9 @@ impl OAuthHttp {
                 .authorizer
                 .authorize(Some(&challenge), &wanted)
                 .await
-                .map_err(|e| StreamableHttpError::Auth(AuthError::AuthorizationFailed(format!("{e:#}"))))?;
+                .map_err(|e| {
+                    StreamableHttpError::Auth(AuthError::AuthorizationFailed(format!("{e:#}")))
+                })?;
             *self.inner.auth_manager.lock().await = manager;
             self.generation.fetch_add(1, Ordering::SeqCst);
         }

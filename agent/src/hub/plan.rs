@@ -222,8 +222,10 @@ fn http_target(name: &str, http: &HttpSpec, config: &HubConfig) -> anyhow::Resul
         headers.push((header.clone(), var("env_http_headers", v)?));
     }
     // OAuth only where no static credential is configured.
-    let static_auth =
-        bearer.is_some() || headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+    let static_auth = bearer.is_some()
+        || headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
     let oauth = match &config.credentials {
         Some(path) if !static_auth => Some(crate::auth::Authorizer {
             name: name.to_owned(),
@@ -245,10 +247,7 @@ fn http_target(name: &str, http: &HttpSpec, config: &HubConfig) -> anyhow::Resul
 
 /// The `oauth_*` keys of server `name`, with the secret read from its
 /// variable (an unset variable is an error that names the key).
-pub fn oauth_settings(
-    name: &str,
-    http: &HttpSpec,
-) -> anyhow::Result<crate::auth::OAuthSettings> {
+pub fn oauth_settings(name: &str, http: &HttpSpec) -> anyhow::Result<crate::auth::OAuthSettings> {
     let oauth = &http.oauth;
     let client_secret = match &oauth.client_secret_env_var {
         _ if oauth.client_secret.is_some() => oauth.client_secret.clone(),

@@ -60,7 +60,12 @@ impl World {
             .env("NANOHERMES_HOME", &self.home)
             .stdin(Stdio::null())
             .kill_on_drop(true);
-        for name in ["OPENAI_API_KEY", "OPENAI_BASE_URL", "NANOHERMES_MODEL", "NANOHERMES_LOG"] {
+        for name in [
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+            "NANOHERMES_MODEL",
+            "NANOHERMES_LOG",
+        ] {
             command.env_remove(name);
         }
         command.envs(env.iter().copied());
@@ -68,10 +73,11 @@ impl World {
     }
 
     async fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
-        let output = tokio::time::timeout(Duration::from_secs(60), self.command(args, env).output())
-            .await
-            .expect("nanohermes finished")
-            .expect("nanohermes ran");
+        let output =
+            tokio::time::timeout(Duration::from_secs(60), self.command(args, env).output())
+                .await
+                .expect("nanohermes finished")
+                .expect("nanohermes ran");
         Run {
             code: output.status.code(),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -156,15 +162,24 @@ async fn login_stores_private_tokens_the_hub_uses_and_no_session_holds_them() {
     assert_eq!(login.code, Some(0), "{login:#?}");
     assert!(login.stdout.contains("logged in to remote"), "{login:#?}");
     assert_eq!(w.server.refusals(), Vec::<String>::new());
-    let mode = std::fs::metadata(w.credentials()).unwrap().permissions().mode();
+    let mode = std::fs::metadata(w.credentials())
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o600);
     let entry = &w.stored()["servers"][w.server.mcp_url()];
-    assert!(entry["token_response"]["access_token"].is_string(), "{entry}");
+    assert!(
+        entry["token_response"]["access_token"].is_string(),
+        "{entry}"
+    );
     assert_eq!(entry["issuer"], json!(w.server.base));
 
     let listed = w.run(&["mcp", "list"], &[]).await;
     assert!(listed.stdout.contains("remote"), "{listed:#?}");
-    assert!(!listed.stdout.contains("needs authorization"), "{listed:#?}");
+    assert!(
+        !listed.stdout.contains("needs authorization"),
+        "{listed:#?}"
+    );
 
     // A real run: the model calls the protected server's tool.
     let mock = MockModel::start(vec![
@@ -191,7 +206,11 @@ async fn login_stores_private_tokens_the_hub_uses_and_no_session_holds_them() {
         }
         let text = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
         for token in &tokens {
-            assert!(!text.contains(token.as_str()), "{} holds a token", file.display());
+            assert!(
+                !text.contains(token.as_str()),
+                "{} holds a token",
+                file.display()
+            );
         }
     }
     for token in &tokens {
@@ -224,7 +243,9 @@ async fn logout_removes_the_tokens_and_the_server_asks_for_a_login_again() {
     let w = World::new().await;
     assert_eq!(w.login().await.code, Some(0));
     assert_eq!(
-        w.run(&["mcp", "call", "remote", "todo_read"], &[]).await.code,
+        w.run(&["mcp", "call", "remote", "todo_read"], &[])
+            .await
+            .code,
         Some(0)
     );
 

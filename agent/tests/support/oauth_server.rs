@@ -68,18 +68,32 @@ impl OAuthServer {
             inner: Arc::new(Mutex::new(Inner::default())),
         };
         let mcp = rmcp::transport::streamable_http_server::StreamableHttpService::new(
-            || Ok(nanohermes_todo::TodoServer::new(nanohermes_todo::Store::in_memory())),
+            || {
+                Ok(nanohermes_todo::TodoServer::new(
+                    nanohermes_todo::Store::in_memory(),
+                ))
+            },
             rmcp::transport::streamable_http_server::session::local::LocalSessionManager::default()
                 .into(),
             rmcp::transport::streamable_http_server::StreamableHttpServerConfig::default()
                 .disable_allowed_hosts(),
         );
-        let protected = Router::new()
-            .nest_service("/mcp", mcp)
-            .layer(middleware::from_fn_with_state(server.clone(), require_token));
+        let protected =
+            Router::new()
+                .nest_service("/mcp", mcp)
+                .layer(middleware::from_fn_with_state(
+                    server.clone(),
+                    require_token,
+                ));
         let app = Router::new()
-            .route("/.well-known/oauth-protected-resource/mcp", get(resource_metadata))
-            .route("/.well-known/oauth-authorization-server", get(server_metadata))
+            .route(
+                "/.well-known/oauth-protected-resource/mcp",
+                get(resource_metadata),
+            )
+            .route(
+                "/.well-known/oauth-authorization-server",
+                get(server_metadata),
+            )
             .route("/register", post(register))
             .route("/authorize", get(authorize))
             .route("/token", post(token))
@@ -116,13 +130,21 @@ impl OAuthServer {
 
     fn refuse(&self, why: String) -> Response {
         self.inner.lock().unwrap().refusals.push(why.clone());
-        (StatusCode::BAD_REQUEST, axum::Json(json!({"error": "invalid_request", "error_description": why}))).into_response()
+        (
+            StatusCode::BAD_REQUEST,
+            axum::Json(json!({"error": "invalid_request", "error_description": why})),
+        )
+            .into_response()
     }
 }
 
 fn fresh(inner: &mut Inner, kind: &str) -> String {
     inner.next += 1;
-    format!("{kind}-{}-{:x}", inner.next, std::process::id() as u64 * 7919 + inner.next)
+    format!(
+        "{kind}-{}-{:x}",
+        inner.next,
+        std::process::id() as u64 * 7919 + inner.next
+    )
 }
 
 async fn require_token(State(s): State<OAuthServer>, request: Request, next: Next) -> Response {
@@ -150,7 +172,11 @@ async fn require_token(State(s): State<OAuthServer>, request: Request, next: Nex
         "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\", scope=\"{SCOPE}\"",
         s.base
     );
-    (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, challenge)]).into_response()
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, challenge)],
+    )
+        .into_response()
 }
 
 async fn resource_metadata(State(s): State<OAuthServer>) -> axum::Json<Value> {
@@ -191,7 +217,9 @@ async fn register(State(s): State<OAuthServer>, axum::Json(body): axum::Json<Val
     inner.clients.insert(id.clone(), uris.clone());
     (
         StatusCode::CREATED,
-        axum::Json(json!({"client_id": id, "redirect_uris": uris, "token_endpoint_auth_method": "none"})),
+        axum::Json(
+            json!({"client_id": id, "redirect_uris": uris, "token_endpoint_auth_method": "none"}),
+        ),
     )
         .into_response()
 }
@@ -210,9 +238,14 @@ async fn authorize(
         .get(&client_id)
         .is_some_and(|uris| uris.contains(&redirect_uri));
     if !registered {
-        return s.refuse(format!("authorize: {client_id} did not register {redirect_uri}"));
+        return s.refuse(format!(
+            "authorize: {client_id} did not register {redirect_uri}"
+        ));
     }
-    if get("response_type") != "code" || get("code_challenge_method") != "S256" || get("code_challenge").is_empty() {
+    if get("response_type") != "code"
+        || get("code_challenge_method") != "S256"
+        || get("code_challenge").is_empty()
+    {
         return s.refuse("authorize: no PKCE S256 challenge".into());
     }
     if get("resource") != s.mcp_url() {
@@ -293,7 +326,9 @@ async fn token(
     let refresh = fresh(&mut inner, "rt");
     inner.issued.extend([access.clone(), refresh.clone()]);
     inner.access.insert(access.clone(), scope.clone());
-    inner.refresh.insert(refresh.clone(), (client_id, scope.clone()));
+    inner
+        .refresh
+        .insert(refresh.clone(), (client_id, scope.clone()));
     axum::Json(json!({
         "access_token": access,
         "token_type": "Bearer",

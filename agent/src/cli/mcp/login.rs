@@ -13,7 +13,7 @@ use super::inspect::find;
 use crate::auth::{Authorizer, Browser, CredentialsFile, login};
 use crate::config::sources::{ServerSpec, Transport};
 
-fn http_of<'a>(spec: &'a ServerSpec) -> anyhow::Result<&'a crate::config::sources::HttpSpec> {
+fn http_of(spec: &ServerSpec) -> anyhow::Result<&crate::config::sources::HttpSpec> {
     match &spec.transport {
         Transport::Http(http) => {
             if let Some(var) = &http.bearer_token_env_var {
@@ -34,7 +34,9 @@ fn http_of<'a>(spec: &'a ServerSpec) -> anyhow::Result<&'a crate::config::source
 fn credentials(setup: &Setup) -> anyhow::Result<CredentialsFile> {
     match &setup.config.hub.credentials {
         Some(path) => Ok(CredentialsFile::new(path)),
-        None => bail!("neither NANOHERMES_HOME nor HOME is set, so there is nowhere to keep the tokens; set NANOHERMES_HOME=DIR"),
+        None => bail!(
+            "neither NANOHERMES_HOME nor HOME is set, so there is nowhere to keep the tokens; set NANOHERMES_HOME=DIR"
+        ),
     }
 }
 

@@ -246,8 +246,14 @@ pub fn check_raw(name: &str, raw: &RawServer) -> Result<(), (&'static str, Strin
         ("http_headers", raw.http_headers.is_some()),
         ("env_http_headers", raw.env_http_headers.is_some()),
         ("oauth_client_id", raw.oauth_client_id.is_some()),
-        ("oauth_client_secret_env_var", raw.oauth_client_secret_env_var.is_some()),
-        ("oauth_client_metadata_url", raw.oauth_client_metadata_url.is_some()),
+        (
+            "oauth_client_secret_env_var",
+            raw.oauth_client_secret_env_var.is_some(),
+        ),
+        (
+            "oauth_client_metadata_url",
+            raw.oauth_client_metadata_url.is_some(),
+        ),
         ("oauth_scopes", raw.oauth_scopes.is_some()),
         ("oauth_callback_port", raw.oauth_callback_port.is_some()),
     ]

@@ -30,7 +30,10 @@ pub async fn connect(
         transport: Transport::Http(HttpSpec {
             url: url.to_owned(),
             era,
-            oauth: oauth.as_ref().map(|(spec, _)| spec.clone()).unwrap_or_default(),
+            oauth: oauth
+                .as_ref()
+                .map(|(spec, _)| spec.clone())
+                .unwrap_or_default(),
             ..HttpSpec::default()
         }),
         enabled: true,

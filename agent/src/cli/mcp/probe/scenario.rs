@@ -75,9 +75,9 @@ mod tests {
             {"name": "a", "arguments": {"region": "x"}},
             {"name": "b"},
         ]});
-        let steps = steps("http-custom-headers", context.as_object().unwrap()).unwrap();
-        assert_eq!(steps.len(), 2);
-        assert_eq!(steps[0].to_string(), "call a");
+        let got = steps("http-custom-headers", context.as_object().unwrap()).unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].to_string(), "call a");
         assert!(steps("no-such-scenario", &JsonObject::new()).is_none());
     }
 }
