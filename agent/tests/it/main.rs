@@ -40,6 +40,9 @@ mod output;
 /// The permission gate: modes over annotated external servers, allow/deny in other agents'
 /// spellings, approval on a pseudo-terminal and the denial without one.
 mod permissions;
+/// `nanohermes mcp probe` and the hub's elicitation in both eras (legacy and MRTR), over stdio
+/// and HTTP fixtures.
+mod probe;
 /// Long-term memory: the recalled block replaced each turn, distillation that skips known
 /// memories, failures as notices.
 mod recall;

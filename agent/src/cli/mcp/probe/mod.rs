@@ -25,7 +25,7 @@ mod run;
 mod scenario;
 mod script;
 
-use std::io::Read as _;
+use std::io::{Read as _, Write as _};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -34,7 +34,7 @@ use clap::Args;
 use rmcp::model::JsonObject;
 
 use crate::config::sources::ConfigError;
-use crate::hub::Era;
+use crate::hub::{Era, ServerState};
 
 use script::Step;
 
@@ -48,7 +48,8 @@ pub struct ProbeArgs {
     #[arg(long, value_name = "FILE")]
     pub script: Option<String>,
     /// The protocol revision to speak (2025-11-25 runs `initialize`, 2026-07-28
-    /// `server/discover`); default $MCP_CONFORMANCE_PROTOCOL_VERSION, else probe as usual.
+    /// `server/discover`); default $MCP_CONFORMANCE_PROTOCOL_VERSION, 2025-11-25 for a
+    /// scenario without it, else probe as a configured server is.
     #[arg(long, value_name = "VERSION")]
     pub protocol: Option<String>,
     /// The conformance scenario whose steps to run (default $MCP_CONFORMANCE_SCENARIO).
@@ -58,9 +59,15 @@ pub struct ProbeArgs {
 
 /// Runs the probe.
 pub async fn main(args: ProbeArgs) -> anyhow::Result<ExitCode> {
+    // A suite run without a version (the 0.1.x runners set none) means
+    // 2025-11-25, the revision those runners test.
     let protocol = args
         .protocol
-        .or_else(|| env("MCP_CONFORMANCE_PROTOCOL_VERSION"));
+        .or_else(|| env("MCP_CONFORMANCE_PROTOCOL_VERSION"))
+        .or_else(|| {
+            (args.script.is_none() && env("MCP_CONFORMANCE_SCENARIO").is_some())
+                .then(|| "2025-11-25".to_owned())
+        });
     let era = protocol.as_deref().map(era_of).transpose()?;
     let steps = steps(args.script.as_deref(), args.scenario.clone())?;
     let elicitor = Arc::new(elicit::ScriptedElicitor::default());
@@ -73,11 +80,23 @@ pub async fn main(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         .as_deref()
         .filter(|s| args.script.is_none() && auth::is_auth(s))
         .map(|_| (auth::spec(&context()), &credentials));
-    let hub = connect::connect(&args.url, era, Arc::clone(&elicitor), oauth)
-        .await
-        .with_context(|| format!("cannot connect to {}", args.url))?;
+    // The hub's error names the URL and why (and the server's stderr tail).
+    let hub = connect::connect(&args.url, era, Arc::clone(&elicitor), oauth).await?;
     for warning in hub.warnings() {
         eprintln!("warning: {warning}");
+    }
+    if let Some(ServerState::Running { tools, era }) = hub
+        .status()
+        .into_iter()
+        .find(|s| s.name == connect::SERVER)
+        .map(|s| s.state)
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(
+            out,
+            "connected to {} (protocol {era}, {tools} tools)",
+            args.url
+        )?;
     }
     let outcome = run::run(&hub, connect::SERVER, &elicitor, &steps).await;
     hub.shutdown().await;

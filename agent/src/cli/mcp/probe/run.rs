@@ -89,13 +89,17 @@ async fn one(
     }
 }
 
-/// The server's tools as the hub keeps them: the ones whose declaration it
-/// rejected (an invalid `x-mcp-header`, say) are not among them.
+/// The server's tools as the hub keeps them, one line each (name, first
+/// line of the description): the ones whose declaration it rejected (an
+/// invalid `x-mcp-header`, say) are not among them.
 fn list(hub: &Hub, server: &str) -> String {
     hub.tools()
         .iter()
         .filter(|t| t.server == server)
-        .map(|t| format!("{}: {}", t.raw_name, t.description))
+        .map(|t| {
+            let first = t.description.lines().next().unwrap_or_default();
+            format!("{}: {first}", t.raw_name)
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }

@@ -75,9 +75,9 @@ mod tests {
             {"name": "a", "arguments": {"region": "x"}},
             {"name": "b"},
         ]});
-        let got = steps("http-custom-headers", context.as_object().unwrap()).unwrap();
-        assert_eq!(got.len(), 2);
-        assert_eq!(got[0].to_string(), "call a");
+        let calls = steps("http-custom-headers", context.as_object().unwrap()).unwrap();
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].to_string(), "call a");
         assert!(steps("no-such-scenario", &JsonObject::new()).is_none());
     }
 }
