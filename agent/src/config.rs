@@ -374,6 +374,7 @@ fn hub_config(
         max_output: options.max_output,
         allow_private_network: options.allow_private_network,
         era_cache: crate::hub::default_era_cache(),
+        credentials: crate::auth::store::default_path(),
         ..HubConfig::new(workspace, servers)
     }
 }

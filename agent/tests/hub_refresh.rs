@@ -43,6 +43,8 @@ async fn start(workspace: &Path, servers: Vec<ServerSpec>) -> Hub {
         agent_depth: 0,
         max_agent_depth: nanohermes::hub::DEFAULT_MAX_AGENT_DEPTH,
         elicitor: None,
+        credentials: None,
+        oauth_browser: None,
     })
     .await
     .expect("hub starts")

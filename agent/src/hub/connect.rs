@@ -10,7 +10,6 @@
 //! once; a remembered era that turns out wrong (the server was upgraded or
 //! downgraded) is probed again. Our own built-ins are known to be modern.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -21,9 +20,6 @@ use mcp_tools::spawn::{self, EnvPolicy, ProcessTree, Signal};
 use rmcp::model::ProtocolVersion;
 use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt as _};
 use rmcp::transport::TokioChildProcess;
-use rmcp::transport::streamable_http_client::{
-    StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
-};
 
 use super::builtin::{Builtin, BuiltinOptions};
 use super::era::{Era, EraCache, PROBE_TIMEOUT};
@@ -68,6 +64,12 @@ pub(crate) struct HttpTarget {
     /// Sent as `Authorization: Bearer …`.
     pub(crate) bearer: Option<String>,
     pub(crate) headers: Vec<(String, String)>,
+    /// OAuth, for a server with no static token: the stored credentials,
+    /// and what to do when the server asks for authorization (http.rs).
+    pub(crate) oauth: Option<crate::auth::Authorizer>,
+    /// Whether a refusal starts an authorization (the probe) instead of
+    /// failing with "run `nanohermes mcp login NAME`".
+    pub(crate) may_authorize: bool,
 }
 
 /// What is known about a server's era before connecting.
@@ -182,11 +184,7 @@ impl Launch {
             }
             Launch::Http(target, hint) => {
                 let start = |mode| async move {
-                    let transport = http_transport(target)?;
-                    let client = client_config(elicitor)
-                        .serve_with_lifecycle(transport, mode)
-                        .await
-                        .with_context(|| format!("cannot connect to {}", target.url))?;
+                    let client = super::http::serve(target, client_config(elicitor), mode).await?;
                     let era = era_of(&client);
                     anyhow::Ok(Connection {
                         client,
@@ -268,31 +266,4 @@ fn spawn_child(
         stderr.follow(name.to_string(), child_stderr);
     }
     Ok((transport, tree))
-}
-
-/// rmcp's Streamable HTTP client over our reqwest (rustls), with the
-/// configured headers on every request.
-fn http_transport(
-    target: &HttpTarget,
-) -> anyhow::Result<StreamableHttpClientTransport<reqwest::Client>> {
-    use reqwest::header::{HeaderName, HeaderValue};
-    let mut headers = HashMap::new();
-    for (name, value) in &target.headers {
-        let header = HeaderName::from_bytes(name.as_bytes())
-            .with_context(|| format!("{name:?} is not a valid HTTP header name"))?;
-        let value = HeaderValue::from_str(value)
-            .with_context(|| format!("the value of header {name} is not valid in HTTP"))?;
-        headers.insert(header, value);
-    }
-    let client = reqwest::Client::builder()
-        // No redirect to another host may carry the token away.
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .context("cannot build the HTTP client")?;
-    let mut config =
-        StreamableHttpClientTransportConfig::with_uri(target.url.clone()).custom_headers(headers);
-    if let Some(token) = &target.bearer {
-        config = config.auth_header(token.clone());
-    }
-    Ok(StreamableHttpClientTransport::with_client(client, config))
 }

@@ -106,6 +106,7 @@ mod builtin_main;
 pub mod compact;
 mod connect;
 pub mod era;
+mod http;
 pub mod input;
 pub mod names;
 mod plan;
@@ -140,6 +141,7 @@ pub use agents::{
 pub use builtin::{Builtin, BuiltinOptions};
 pub use builtin_main::serve_builtin_main;
 pub use era::{Era, default_era_cache};
+pub use plan::oauth_settings;
 pub use plan::trusted_annotations;
 pub use refresh::{REFRESH_TIMEOUT, no_longer_offered};
 pub use server::MAX_RESTARTS;
@@ -208,6 +210,13 @@ pub struct HubConfig {
     /// At this depth no external server's `run_task` is offered
     /// (`max_agent_depth`, default [`DEFAULT_MAX_AGENT_DEPTH`]).
     pub max_agent_depth: usize,
+    /// The file OAuth tokens are kept in ([`crate::auth::store::default_path`]);
+    /// `None`: HTTP servers get no OAuth (a static token still works).
+    pub credentials: Option<PathBuf>,
+    /// Who opens an authorization URL when an HTTP server asks for one;
+    /// `None` (the agent): the server fails to start with "run `nanohermes
+    /// mcp login NAME`". The probe fetches it ([`crate::auth::Browser::Fetch`]).
+    pub oauth_browser: Option<crate::auth::Browser>,
     /// Who answers servers' elicitations ([`input`]); `None`: the hub
     /// does not declare the capability and declines.
     pub elicitor: Option<input::SharedElicitor>,
@@ -227,6 +236,8 @@ impl HubConfig {
             era_cache: None,
             agent_depth: agent_depth(),
             max_agent_depth: DEFAULT_MAX_AGENT_DEPTH,
+            credentials: None,
+            oauth_browser: None,
             elicitor: None,
         }
     }

@@ -117,7 +117,7 @@ pub(crate) fn plan(
             Launch::Child(child, cached(description))
         }
         (Transport::Http(http), _) => {
-            let target = http_target(&spec.name, http)?;
+            let target = http_target(&spec.name, http, config)?;
             let hint = match http.era {
                 Some(Era::Modern) => EraHint::Modern,
                 Some(Era::Legacy) => EraHint::Legacy,
@@ -202,7 +202,7 @@ fn stdio_child(stdio: &StdioSpec, workspace: &Path, depth: usize) -> ChildSpec {
 /// Headers and token from the spec and the environment. A named variable
 /// that is unset is an error that names the key, since the server would
 /// refuse us anyway.
-fn http_target(name: &str, http: &HttpSpec) -> anyhow::Result<HttpTarget> {
+fn http_target(name: &str, http: &HttpSpec, config: &HubConfig) -> anyhow::Result<HttpTarget> {
     let var = |key: &str, var: &str| match std::env::var(var) {
         Ok(value) if !value.is_empty() => Ok(value),
         _ => bail!(
@@ -221,10 +221,50 @@ fn http_target(name: &str, http: &HttpSpec) -> anyhow::Result<HttpTarget> {
     for (header, v) in &http.env_headers {
         headers.push((header.clone(), var("env_http_headers", v)?));
     }
+    // OAuth only where no static credential is configured.
+    let static_auth = bearer.is_some()
+        || headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+    let oauth = match &config.credentials {
+        Some(path) if !static_auth => Some(crate::auth::Authorizer {
+            name: name.to_owned(),
+            url: http.url.clone(),
+            settings: oauth_settings(name, http)?,
+            store: crate::auth::CredentialsFile::new(path),
+            browser: config.oauth_browser.unwrap_or(crate::auth::Browser::Print),
+        }),
+        _ => None,
+    };
     Ok(HttpTarget {
         url: http.url.clone(),
         bearer,
         headers,
+        oauth,
+        may_authorize: config.oauth_browser.is_some(),
+    })
+}
+
+/// The `oauth_*` keys of server `name`, with the secret read from its
+/// variable (an unset variable is an error that names the key).
+pub fn oauth_settings(name: &str, http: &HttpSpec) -> anyhow::Result<crate::auth::OAuthSettings> {
+    let oauth = &http.oauth;
+    let client_secret = match &oauth.client_secret_env_var {
+        _ if oauth.client_secret.is_some() => oauth.client_secret.clone(),
+        Some(var) => match std::env::var(var) {
+            Ok(value) if !value.is_empty() => Some(value),
+            _ => bail!(
+                "mcp_servers.{name}.oauth_client_secret_env_var names {var}, which is not set; export {var} or remove oauth_client_secret_env_var"
+            ),
+        },
+        None => None,
+    };
+    Ok(crate::auth::OAuthSettings {
+        client_id: oauth.client_id.clone(),
+        client_secret,
+        client_metadata_url: oauth.client_metadata_url.clone(),
+        scopes: oauth.scopes.clone(),
+        callback_port: oauth.callback_port,
     })
 }
 

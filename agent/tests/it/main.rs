@@ -31,6 +31,9 @@ mod model_client;
 /// Model output that must never poison the history: bad or cut-off
 /// arguments, streams cut short, missing and repeated call ids.
 mod model_output;
+/// OAuth for an HTTP server against a real local authorization server: `mcp login`,
+/// the 0600 token file, refresh after expiry, logout, no token in sessions.
+mod oauth;
 /// `run --output-format json|stream-json` through the binary: every line parses, event order,
 /// a tool call round trip, the result subtypes and exit codes.
 mod output;

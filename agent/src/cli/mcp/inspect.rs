@@ -90,7 +90,7 @@ pub async fn call(
     print(&format!("{text}{newline}"))
 }
 
-fn find<'a>(setup: &'a Setup, name: &str) -> anyhow::Result<&'a ServerSpec> {
+pub(super) fn find<'a>(setup: &'a Setup, name: &str) -> anyhow::Result<&'a ServerSpec> {
     let servers = &setup.config.hub.servers;
     servers.iter().find(|s| s.name == name).with_context(|| {
         let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();

@@ -252,6 +252,19 @@ pub struct RawServer {
     pub http_headers: Option<BTreeMap<String, String>>,
     /// HTTP headers whose values come from environment variables (header = "VAR").
     pub env_http_headers: Option<BTreeMap<String, String>>,
+    /// OAuth: a client registered with the server's authorization server
+    /// beforehand (otherwise a Client ID Metadata Document or dynamic registration).
+    pub oauth_client_id: Option<String>,
+    /// OAuth: the variable holding that client's secret.
+    pub oauth_client_secret_env_var: Option<String>,
+    /// OAuth: the HTTPS URL of this client's metadata document, used as the
+    /// client id where the authorization server supports it.
+    pub oauth_client_metadata_url: Option<String>,
+    /// OAuth: the scopes to ask for [default: what the server names].
+    pub oauth_scopes: Option<Vec<String>>,
+    /// OAuth: the loopback port `nanohermes mcp login` listens on for the
+    /// redirect [default: any free port].
+    pub oauth_callback_port: Option<u16>,
     /// Seconds the server has to start and list its tools [default: 10].
     pub startup_timeout_sec: Option<f64>,
     /// Codex's older spelling of the start-up timeout, in milliseconds.

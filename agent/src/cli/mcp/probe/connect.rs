@@ -1,11 +1,13 @@
 //! The probe's one server, started by the hub itself: the same spec,
-//! planning, transport and handshake code as any configured HTTP server.
+//! planning, transport and handshake code as any configured HTTP server
+//! (OAuth included, for the suite's `auth/*` scenarios).
 
 use std::sync::Arc;
 
-use crate::config::sources::{HttpSpec, Origin, ServerSpec, Transport};
+use crate::config::sources::{HttpSpec, OAuthSpec, Origin, ServerSpec, Transport};
 use crate::hub::{Era, Hub, HubConfig};
 
+use super::auth::ProbeCredentials;
 use super::elicit::ScriptedElicitor;
 
 /// The name the probe gives the server (its tools are `probe__TOOL` to the hub).
@@ -19,6 +21,7 @@ pub async fn connect(
     url: &str,
     era: Option<Era>,
     elicitor: Arc<ScriptedElicitor>,
+    oauth: Option<(OAuthSpec, &ProbeCredentials)>,
 ) -> anyhow::Result<Hub> {
     let spec = ServerSpec {
         name: SERVER.to_owned(),
@@ -27,6 +30,10 @@ pub async fn connect(
         transport: Transport::Http(HttpSpec {
             url: url.to_owned(),
             era,
+            oauth: oauth
+                .as_ref()
+                .map(|(spec, _)| spec.clone())
+                .unwrap_or_default(),
             ..HttpSpec::default()
         }),
         enabled: true,
@@ -40,6 +47,9 @@ pub async fn connect(
     let workspace = std::env::current_dir()?;
     let config = HubConfig {
         elicitor: Some(elicitor),
+        // OAuth (auth.rs): the probe's own file, and it authorizes by itself.
+        credentials: oauth.as_ref().map(|(_, file)| file.path()),
+        oauth_browser: oauth.is_some().then_some(crate::auth::Browser::Fetch),
         ..HubConfig::new(workspace, vec![spec])
     };
     Hub::start(config).await

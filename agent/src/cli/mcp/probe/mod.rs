@@ -10,6 +10,7 @@
 //! | `script.rs` | the line format of `--script` |
 //! | `scenario.rs` | the steps of each conformance scenario |
 //! | `connect.rs` | the hub with the one server |
+//! | `auth.rs` | OAuth for the `auth/*` scenarios |
 //! | `elicit.rs` | how elicitations are answered |
 //! | `run.rs` | running the steps, reporting each |
 //!
@@ -17,6 +18,7 @@
 //! connection or a step failed (each failure is a line on stderr), 2 for a
 //! bad script or option.
 
+mod auth;
 mod connect;
 mod elicit;
 mod run;
@@ -67,10 +69,19 @@ pub async fn main(args: ProbeArgs) -> anyhow::Result<ExitCode> {
                 .then(|| "2025-11-25".to_owned())
         });
     let era = protocol.as_deref().map(era_of).transpose()?;
-    let steps = steps(args.script.as_deref(), args.scenario)?;
+    let steps = steps(args.script.as_deref(), args.scenario.clone())?;
     let elicitor = Arc::new(elicit::ScriptedElicitor::default());
+    let scenario = args
+        .scenario
+        .clone()
+        .or_else(|| env("MCP_CONFORMANCE_SCENARIO"));
+    let credentials = auth::ProbeCredentials::new();
+    let oauth = scenario
+        .as_deref()
+        .filter(|s| args.script.is_none() && auth::is_auth(s))
+        .map(|_| (auth::spec(&context()), &credentials));
     // The hub's error names the URL and why (and the server's stderr tail).
-    let hub = connect::connect(&args.url, era, Arc::clone(&elicitor)).await?;
+    let hub = connect::connect(&args.url, era, Arc::clone(&elicitor), oauth).await?;
     for warning in hub.warnings() {
         eprintln!("warning: {warning}");
     }
@@ -134,11 +145,15 @@ fn steps(script: Option<&str>, scenario: Option<String>) -> anyhow::Result<Vec<S
     let Some(scenario) = scenario.or_else(|| env("MCP_CONFORMANCE_SCENARIO")) else {
         return Ok(vec![Step::List]);
     };
-    let context: JsonObject = env("MCP_CONFORMANCE_CONTEXT")
-        .and_then(|raw| serde_json::from_str(&raw).ok())
-        .unwrap_or_default();
-    Ok(scenario::steps(&scenario, &context).unwrap_or_else(|| {
+    Ok(scenario::steps(&scenario, &context()).unwrap_or_else(|| {
         eprintln!("no steps known for scenario {scenario:?}; listing only");
         vec![Step::List]
     }))
+}
+
+/// The scenario's data (`MCP_CONFORMANCE_CONTEXT`, JSON), empty when unset.
+fn context() -> JsonObject {
+    env("MCP_CONFORMANCE_CONTEXT")
+        .and_then(|raw| serde_json::from_str(&raw).ok())
+        .unwrap_or_default()
 }

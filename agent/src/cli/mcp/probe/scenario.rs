@@ -60,6 +60,7 @@ pub fn steps(scenario: &str, context: &JsonObject) -> Option<Vec<Step>> {
             })
             .collect(),
         "http-invalid-tool-headers" => vec![call("valid_tool", json!({"region": "us-west1"}))],
+        s if super::auth::is_auth(s) => super::auth::steps(),
         _ => return None,
     })
 }
