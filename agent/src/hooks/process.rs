@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use mcp_tools::spawn::{self, EnvPolicy};
+use mcp_tools::spawn::{self, Confined, EnvPolicy, Sandbox};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 /// How one hook run ended.
@@ -27,10 +27,17 @@ pub enum Finished {
     NotStarted(String),
 }
 
-/// Runs `command` with `sh -c` in `cwd`, `input` on its stdin. The project
-/// directory is exported as `NANOHERMES_PROJECT_DIR` and, so hooks written
-/// for Claude Code find it too, `CLAUDE_PROJECT_DIR`.
-pub async fn run(command: &str, input: &[u8], cwd: &Path, timeout: Duration) -> Finished {
+/// Runs `command` with `sh -c` in `cwd`, `input` on its stdin, confined by
+/// `sandbox` as the shell's commands are. The project directory is
+/// exported as `NANOHERMES_PROJECT_DIR` and, so hooks written for Claude
+/// Code find it too, `CLAUDE_PROJECT_DIR`.
+pub async fn run(
+    command: &str,
+    input: &[u8],
+    cwd: &Path,
+    timeout: Duration,
+    sandbox: &Sandbox,
+) -> Finished {
     let mut cmd = spawn::command("sh", &EnvPolicy::ScrubSecrets);
     cmd.arg("-c")
         .arg(command)
@@ -40,6 +47,11 @@ pub async fn run(command: &str, input: &[u8], cwd: &Path, timeout: Duration) -> 
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    match sandbox.confine(&mut cmd) {
+        Ok(Confined::Fully) => {}
+        Ok(Confined::Partly(warning)) => tracing::warn!("hook `{command}`: {warning}"),
+        Err(refusal) => return Finished::NotStarted(refusal),
+    }
     let (mut child, tree) = match cmd.spawn() {
         Ok(spawned) => spawned,
         Err(e) => return Finished::NotStarted(e.to_string()),

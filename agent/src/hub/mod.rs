@@ -207,6 +207,9 @@ pub struct HubConfig {
     /// At this depth no external server's `run_task` is offered
     /// (`max_agent_depth`, default [`DEFAULT_MAX_AGENT_DEPTH`]).
     pub max_agent_depth: usize,
+    /// The sandbox of the shell's commands and git's hooks (`sandbox`,
+    /// default workspace-write with the network off).
+    pub sandbox: mcp_tools::spawn::SandboxPolicy,
 }
 
 impl HubConfig {
@@ -223,6 +226,7 @@ impl HubConfig {
             era_cache: None,
             agent_depth: agent_depth(),
             max_agent_depth: DEFAULT_MAX_AGENT_DEPTH,
+            sandbox: mcp_tools::spawn::SandboxPolicy::default(),
         }
     }
 }

@@ -105,13 +105,10 @@ impl ShellServer {
     }
 
     /// A shell server whose commands run under `policy`. When the kernel
-    /// cannot enforce all of it, says so once (a warning on stderr) and in
-    /// its instructions.
+    /// cannot enforce all of it, its instructions say so, and so does its
+    /// host once at start ([`Sandbox::startup_warning`]).
     pub fn with_sandbox(ctx: ToolContext, policy: SandboxPolicy) -> Self {
         let sandbox = Sandbox::new(policy, ctx.workspace.root());
-        if let Some(warning) = sandbox.startup_warning() {
-            tracing::warn!("{warning}");
-        }
         // Orphans of commands come back to this process, to be killed with
         // their tree and reaped; without it they are still found by marker.
         if let Err(e) = mcp_tools::spawn::become_subreaper() {

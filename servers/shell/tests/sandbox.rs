@@ -126,3 +126,85 @@ async fn the_sandbox_status_is_in_the_server_instructions() {
         "{instructions}"
     );
 }
+
+const BIN: &str = env!("CARGO_BIN_EXE_nanohermes-shell");
+
+/// The real binary on a kernel simulated to have no Landlock, with
+/// `extra` flags; returns the client and the server's stderr file.
+async fn old_kernel_server(
+    root: &Path,
+    extra: &[&str],
+) -> (RunningService<RoleClient, ()>, tempfile::NamedTempFile) {
+    use rmcp::ServiceExt;
+    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+    let stderr = tempfile::NamedTempFile::new().unwrap();
+    let log = stderr.reopen().unwrap();
+    let (transport, _) =
+        TokioChildProcess::builder(tokio::process::Command::new(BIN).configure(|c| {
+            c.arg("--root")
+                .arg(root)
+                .args(extra)
+                .env(mcp_tools::spawn::sandbox::SIMULATE_VAR, "no-landlock");
+        }))
+        .stderr(std::process::Stdio::from(log))
+        .spawn()
+        .unwrap();
+    (().serve(transport).await.unwrap(), stderr)
+}
+
+#[tokio::test]
+async fn on_a_kernel_without_landlock_refuse_refuses_and_says_so_at_start() {
+    let (_base, root, sibling) = dirs();
+    let (client, stderr) = old_kernel_server(&root, &[]).await;
+    let command = format!("echo x > '{}/f'", sibling.display());
+    let (text, is_error) = call(&client, "run_command", json!({"command": command})).await;
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains("the command was not run: the sandbox (workspace-write, network off) cannot be enforced on this system")
+            && text.contains("sandbox_unavailable = \"warn\""),
+        "{text}"
+    );
+    let (text, is_error) = call(&client, "task_start", json!({"command": "true"})).await;
+    assert!(
+        is_error && text.contains("the command was not run"),
+        "{text}"
+    );
+    assert!(!sibling.join("f").exists());
+    let instructions = client
+        .peer_info()
+        .unwrap()
+        .instructions
+        .clone()
+        .unwrap_or_default();
+    assert!(
+        instructions.contains("NOT enforced") && instructions.contains("commands are refused"),
+        "{instructions}"
+    );
+    client.cancel().await.unwrap();
+    let log = std::fs::read_to_string(stderr.path()).unwrap();
+    assert_eq!(
+        log.matches("sandbox: workspace-write, network off: NOT enforced")
+            .count(),
+        1,
+        "{log}"
+    );
+}
+
+#[tokio::test]
+async fn on_a_kernel_without_landlock_warn_runs_the_command_with_a_warning() {
+    let (_base, root, sibling) = dirs();
+    let (client, _stderr) = old_kernel_server(&root, &["--sandbox-unavailable", "warn"]).await;
+    let command = format!("echo x > '{}/f'", sibling.display());
+    let (text, is_error) = call(&client, "run_command", json!({"command": command})).await;
+    assert!(!is_error, "{text}");
+    assert!(
+        text.starts_with("WARNING: the sandbox (workspace-write, network off) is not fully enforced on this system")
+            && text.contains("exit code: 0"),
+        "{text}"
+    );
+    assert!(
+        sibling.join("f").exists(),
+        "unconfined, as the warning says"
+    );
+    client.cancel().await.unwrap();
+}

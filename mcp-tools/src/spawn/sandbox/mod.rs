@@ -207,6 +207,9 @@ pub struct Sandbox {
     support: Support,
     /// read-only's private temp directory, removed with the last clone.
     private_tmp: Option<Arc<tempfile::TempDir>>,
+    /// The repository's directories outside `root/.git`: writable, with
+    /// their hooks and config protected.
+    git_dirs: Vec<PathBuf>,
 }
 
 /// What a command runs under, once [`Sandbox::confine`] has set it up.
@@ -245,6 +248,19 @@ impl Sandbox {
             root: root.to_path_buf(),
             support,
             private_tmp,
+            git_dirs: Vec::new(),
+        }
+    }
+
+    /// The same sandbox for a repository whose git directories are `dirs`
+    /// (absolute; `git rev-parse --absolute-git-dir --git-common-dir`):
+    /// in workspace-write they are writable like the root, their hooks and
+    /// config protected like `root/.git`'s, so a root below the top of its
+    /// repository, or a worktree, can still commit.
+    pub fn with_git_dirs(&self, dirs: Vec<PathBuf>) -> Sandbox {
+        Sandbox {
+            git_dirs: dirs,
+            ..self.clone()
         }
     }
 
@@ -367,7 +383,9 @@ impl Sandbox {
             None
         };
         let protect = match (&self.policy.mode, &self.support.namespaces) {
-            (SandboxMode::WorkspaceWrite, Ok(())) => Some(protect::plan(&self.root, &cwd)),
+            (SandboxMode::WorkspaceWrite, Ok(())) => {
+                Some(protect::plan(&self.root, &cwd, &self.git_dirs))
+            }
             _ => None,
         };
         if let Some(tmp) = &self.private_tmp {
@@ -403,6 +421,7 @@ impl Sandbox {
         match self.policy.mode {
             SandboxMode::WorkspaceWrite => {
                 paths.push(self.root.clone());
+                paths.extend(self.git_dirs.iter().cloned());
                 paths.push(std::env::temp_dir());
                 paths.extend(self.policy.writable.iter().cloned());
                 paths.push(PathBuf::from("/dev/shm"));

@@ -33,8 +33,10 @@ pub(super) struct Protect {
     cwd: Option<CString>,
 }
 
-/// Plans the protection for a command in `root` starting in `cwd`.
-pub(super) fn plan(root: &Path, cwd: &Path) -> Protect {
+/// Plans the protection for a command in `root` starting in `cwd`;
+/// `git_dirs` are the repository's directories when they are not
+/// `root/.git` (a root below the top of its repository, a worktree).
+pub(super) fn plan(root: &Path, cwd: &Path, git_dirs: &[std::path::PathBuf]) -> Protect {
     let uid = nix::unistd::getuid();
     let gid = nix::unistd::getgid();
     let mut protect = Protect {
@@ -51,25 +53,34 @@ pub(super) fn plan(root: &Path, cwd: &Path) -> Protect {
     protect.add_read_only(&nanohermes);
     let git = root.join(".git");
     match std::fs::symlink_metadata(&git) {
-        Ok(meta) if meta.is_dir() => {
-            if let Some(path) = c_path(&git) {
-                protect.pins.push(path);
-            }
-            let hooks = git.join("hooks");
-            if !hooks.exists() {
-                let _ = std::fs::create_dir(&hooks);
-            }
-            protect.add_read_only(&hooks);
-            protect.add_read_only(&git.join("config"));
-        }
+        Ok(meta) if meta.is_dir() => protect.add_git_dir(&git),
         // A worktree's or submodule's `.git` file names its git directory.
         Ok(meta) if meta.is_file() => protect.add_read_only(&git),
         _ => {}
+    }
+    for dir in git_dirs.iter().filter(|d| **d != git) {
+        if std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+            protect.add_git_dir(dir);
+        }
     }
     protect
 }
 
 impl Protect {
+    /// A git directory: pinned, its hooks (made if missing) and config
+    /// read-only.
+    fn add_git_dir(&mut self, git: &Path) {
+        if let Some(path) = c_path(git) {
+            self.pins.push(path);
+        }
+        let hooks = git.join("hooks");
+        if !hooks.exists() {
+            let _ = std::fs::create_dir(&hooks);
+        }
+        self.add_read_only(&hooks);
+        self.add_read_only(&git.join("config"));
+    }
+
     /// Adds `path` when it exists and is not a symlink (a bind mount
     /// would follow it somewhere else).
     fn add_read_only(&mut self, path: &Path) {
