@@ -42,6 +42,7 @@ async fn start(workspace: &Path, servers: Vec<ServerSpec>) -> Hub {
         era_cache: None,
         agent_depth: 0,
         max_agent_depth: nanohermes::hub::DEFAULT_MAX_AGENT_DEPTH,
+        sandbox: Default::default(),
     })
     .await
     .expect("hub starts")

@@ -92,3 +92,27 @@ async fn read_all(pipe: Option<impl AsyncRead + Unpin>) -> String {
     }
     String::from_utf8_lossy(&bytes).into_owned()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_tools::spawn::SandboxPolicy;
+
+    #[tokio::test]
+    async fn a_hook_is_confined_like_the_shell() {
+        // Not under the system temp dir, which workspace-write may write.
+        let base = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let root = base.path().canonicalize().unwrap().join("ws");
+        std::fs::create_dir(&root).unwrap();
+        let outside = base.path().join("outside");
+        let sandbox = Sandbox::new(SandboxPolicy::default(), &root);
+        let script = format!("echo in > inside; echo x > '{}'", outside.display());
+        let finished = run(&script, b"{}", &root, Duration::from_secs(30), &sandbox).await;
+        let Finished::Exited { code, stderr, .. } = finished else {
+            panic!("{finished:?}");
+        };
+        assert_ne!(code, Some(0));
+        assert!(stderr.contains("Permission denied"), "{stderr}");
+        assert!(root.join("inside").exists() && !outside.exists());
+    }
+}
