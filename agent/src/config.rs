@@ -335,8 +335,10 @@ impl Config {
         let max_agent_depth = settings
             .max_agent_depth
             .map_or(crate::hub::DEFAULT_MAX_AGENT_DEPTH, |n| n as usize);
+        let sandbox = sandbox_policy(&settings, &workspace, rules.mode);
         let hub = HubConfig {
             max_agent_depth,
+            sandbox,
             ..hub_config(&workspace, options, settings.servers)
         };
         let defaults = CompactionConfig::default();
@@ -359,6 +361,39 @@ impl Config {
             rules,
             guidance,
         })
+    }
+}
+
+/// The commands' sandbox: `sandbox` (default workspace-write) with the
+/// network off unless `sandbox_network`; Plan and Debug run read-only.
+/// `~/` in `sandbox_writable` is the home directory; a relative path is
+/// in the workspace.
+fn sandbox_policy(
+    settings: &Settings,
+    workspace: &std::path::Path,
+    mode: Mode,
+) -> mcp_tools::spawn::SandboxPolicy {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let writable = settings
+        .sandbox_writable
+        .iter()
+        .flatten()
+        .map(|p| match (p.strip_prefix("~/"), &home) {
+            (Some(rest), Some(home)) => home.join(rest),
+            _ if p == "~" => home.clone().unwrap_or_else(|| PathBuf::from(p)),
+            _ => workspace.join(p),
+        })
+        .collect();
+    let policy = mcp_tools::spawn::SandboxPolicy {
+        mode: settings.sandbox.unwrap_or_default(),
+        network: settings.sandbox_network.unwrap_or(false),
+        writable,
+        when_unavailable: settings.sandbox_unavailable.unwrap_or_default(),
+    };
+    if matches!(mode, Mode::Plan | Mode::Debug) {
+        policy.narrowed_to_read_only()
+    } else {
+        policy
     }
 }
 

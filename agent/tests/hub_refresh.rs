@@ -45,6 +45,7 @@ async fn start(workspace: &Path, servers: Vec<ServerSpec>) -> Hub {
         elicitor: None,
         credentials: None,
         oauth_browser: None,
+        sandbox: Default::default(),
     })
     .await
     .expect("hub starts")

@@ -35,7 +35,12 @@ pub async fn start_agent(config: Config, opened: &Opened) -> anyhow::Result<Star
     let guidance = prompt::load(&config.workspace, &config.guidance);
     // A bad matcher fails here, before any server starts.
     let mode = hooks::mode_name(config.rules.mode);
-    let hooks = Hooks::new(&config.rules.hooks, &config.workspace, mode)?;
+    let hooks = Hooks::new(&config.rules.hooks, &config.workspace, mode)?
+        .with_sandbox(config.hub.sandbox.clone());
+    // Said once at start when the kernel cannot enforce the sandbox.
+    let sandbox_warning =
+        mcp_tools::spawn::Sandbox::new(config.hub.sandbox.clone(), &config.workspace)
+            .startup_warning();
     let hub = Hub::start(config.hub)
         .await?
         .with_skills(guidance.skills.clone())
@@ -46,6 +51,7 @@ pub async fn start_agent(config: Config, opened: &Opened) -> anyhow::Result<Star
         .iter()
         .chain(&guidance.warnings)
         .cloned()
+        .chain(sandbox_warning)
         .collect();
     let system_prompt = prompt::system_prompt(&config.workspace, &guidance);
     let history = opened.file.messages.clone();

@@ -126,7 +126,7 @@ impl Launch {
     ) -> anyhow::Result<Connection> {
         match self {
             Launch::InProcess(builtin, ctx, options) => {
-                let client = builtin.connect(ctx.clone(), *options).await?;
+                let client = builtin.connect(ctx.clone(), options.clone()).await?;
                 let era = era_of(&client);
                 Ok(Connection {
                     client,

@@ -220,6 +220,9 @@ pub struct HubConfig {
     /// Who answers servers' elicitations ([`input`]); `None`: the hub
     /// does not declare the capability and declines.
     pub elicitor: Option<input::SharedElicitor>,
+    /// The sandbox of the shell's commands and git's hooks (`sandbox`,
+    /// default workspace-write with the network off).
+    pub sandbox: mcp_tools::spawn::SandboxPolicy,
 }
 
 impl HubConfig {
@@ -239,6 +242,7 @@ impl HubConfig {
             credentials: None,
             oauth_browser: None,
             elicitor: None,
+            sandbox: mcp_tools::spawn::SandboxPolicy::default(),
         }
     }
 }

@@ -100,6 +100,7 @@ pub(crate) fn plan(
     };
     let options = BuiltinOptions {
         allow_private_network: config.allow_private_network,
+        sandbox: config.sandbox.clone(),
     };
     let cached = |description: String| EraHint::Cached(Arc::clone(eras), config_key(&description));
     let launch = match (&spec.transport, builtin) {
@@ -167,6 +168,9 @@ fn builtin_child(builtin: Builtin, config: &HubConfig, max_output: usize) -> Chi
     ];
     if builtin == Builtin::Web && config.allow_private_network {
         args.push("--allow-private-network".to_owned());
+    }
+    if matches!(builtin, Builtin::Shell | Builtin::Git) {
+        args.extend(config.sandbox.to_args());
     }
     ChildSpec {
         program: config.builtin_exe.clone(),

@@ -206,8 +206,13 @@ impl AgentServer {
             rules.mode = mode;
         }
         let policy = rules.policy();
+        let mut sandbox = runtime.config.hub.sandbox.clone();
+        if matches!(rules.mode, Mode::Plan | Mode::Debug) {
+            sandbox = sandbox.narrowed_to_read_only();
+        }
         let hooks = Hooks::new(&rules.hooks, &workspace, hooks::mode_name(rules.mode))
-            .map_err(|e| fail(format!("{e:#}")))?;
+            .map_err(|e| fail(format!("{e:#}")))?
+            .with_sandbox(sandbox);
         let config = AgentConfig {
             max_iterations: args
                 .max_iterations

@@ -155,6 +155,14 @@ pub struct Settings {
     pub compact_keep_messages: Option<u32>,
     /// Long-term memory around each task (the last layer that sets it).
     pub memory: Option<bool>,
+    /// The commands' sandbox mode (the user's config only).
+    pub sandbox: Option<mcp_tools::spawn::SandboxMode>,
+    /// Commands may use TCP.
+    pub sandbox_network: Option<bool>,
+    /// More paths commands may write, as written.
+    pub sandbox_writable: Option<Vec<String>>,
+    /// Refuse or warn when the sandbox cannot be enforced.
+    pub sandbox_unavailable: Option<mcp_tools::spawn::WhenUnavailable>,
     /// Every server, enabled or not: built-ins first, then in the order
     /// they first appear.
     pub servers: Vec<ServerSpec>,
@@ -433,7 +441,11 @@ fn apply_file(
         max_agent_depth,
         compact_threshold_chars,
         compact_keep_messages,
-        memory
+        memory,
+        sandbox,
+        sandbox_network,
+        sandbox_writable,
+        sandbox_unavailable
     );
     add_unique(&mut settings.deny, raw.deny.unwrap_or_default());
     for (event, groups) in raw.hooks.unwrap_or_default() {

@@ -69,6 +69,17 @@ pub struct RawConfig {
     /// used tools is distilled into new ones (one more model request).
     /// Needs the memory server.
     pub memory: Option<bool>,
+    /// The kernel sandbox of shell commands, git hooks and hooks
+    /// [default: "workspace-write"]; Plan and Debug modes use "read-only".
+    pub sandbox: Option<mcp_tools::spawn::SandboxMode>,
+    /// Let sandboxed commands open and accept TCP connections [default: false].
+    pub sandbox_network: Option<bool>,
+    /// More paths sandboxed commands may write in workspace-write, e.g.
+    /// ["~/.cargo", "~/.cache"]; `~/` is your home, a relative path is in the workspace.
+    pub sandbox_writable: Option<Vec<String>>,
+    /// When the kernel cannot enforce the sandbox: "refuse" commands
+    /// [default] or "warn" and run them without it.
+    pub sandbox_unavailable: Option<mcp_tools::spawn::WhenUnavailable>,
     /// The MCP servers, by name; a name's tools are `NAME__TOOL`.
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, RawServer>,
@@ -364,11 +375,31 @@ pub enum FileKind {
 /// Keys a project file may not set, with the reason shown.
 const USER_ONLY: &[&str] = &["projects", "base_url", "api_key_env"];
 
+/// Sandbox keys: only the user widens or narrows what commands may do.
+const SANDBOX_KEYS: &[&str] = &[
+    "sandbox",
+    "sandbox_network",
+    "sandbox_writable",
+    "sandbox_unavailable",
+];
+
 /// Parses one config file; `file` is its name as shown in errors.
 pub fn parse(file: &str, text: &str, kind: FileKind) -> Result<RawConfig, ConfigError> {
     let doc = Located::parse(file, text)?;
     let raw: RawConfig = toml::from_str(text).map_err(|e| doc.explain(&e))?;
     if kind == FileKind::Project {
+        for key in SANDBOX_KEYS {
+            if doc.line(&[key]).is_some() {
+                return Err(doc.error_at(
+                    &[key],
+                    format!(
+                        "{key} is read only from your own config ($NANOHERMES_HOME/config.toml), \
+                         not from a project's: a repository must not loosen the sandbox its \
+                         commands run in; move it to your own config"
+                    ),
+                ));
+            }
+        }
         for key in USER_ONLY {
             if doc.line(&[key]).is_some() {
                 return Err(doc.error_at(
@@ -492,7 +523,8 @@ mod tests {
              api_key_env, fallback_model, temperature, max_tokens, stream, thinking, \
              max_iterations, max_retries, retry_base_ms, mode, auto_approve, allow, deny, hooks, \
              project_doc_fallback_filenames, max_agent_depth, compact_threshold_chars, \
-             compact_keep_messages, memory, mcp_servers, projects"
+             compact_keep_messages, memory, sandbox, sandbox_network, sandbox_writable, \
+             sandbox_unavailable, mcp_servers, projects"
         );
     }
 
