@@ -28,6 +28,10 @@
 //!   descriptions and schemas (`jira_create_issue`, ...; `many.rs`);
 //! - `--wait-for-file PATH`: wait until PATH exists before serving (a
 //!   server still connecting when the first request goes out).
+//! - `--ask`: also offer `ask`, which elicits in either era (ask.rs);
+//! - `--http ADDR`: serve Streamable HTTP at `http://ADDR/mcp` through the
+//!   kit's own serve path (loopback, Host/Origin checks) instead of stdio;
+//!   the first stderr line names the address.
 //!
 //! `toggle_tool` adds or removes the tool `extra` and sends
 //! `notifications/tools/list_changed` (the capability is always advertised);
@@ -59,6 +63,8 @@ use serde::Deserialize;
 
 #[path = "fixture_server/agent.rs"]
 mod agent;
+#[path = "fixture_server/ask.rs"]
+mod ask;
 #[path = "fixture_server/many.rs"]
 mod many;
 
@@ -410,9 +416,16 @@ async fn main() {
     if args.iter().any(|a| a == "--agent") {
         fixture.tool_router = fixture.tool_router.clone() + Fixture::agent_router();
     }
+    if args.iter().any(|a| a == "--ask") {
+        fixture.tool_router = fixture.tool_router.clone() + Fixture::ask_router();
+    }
     fixture.instructions = value("--instructions").cloned();
     if let Some(n) = value("--many").and_then(|n| n.parse().ok()) {
         fixture.tool_router = fixture.tool_router.clone() + many::many_router(n);
+    }
+    if let Some(addr) = value("--http") {
+        serve_http(addr, fixture).await;
+        return;
     }
     let served = if era.is_empty() && probe_log.is_none() {
         fixture.serve(rmcp::transport::stdio()).await
@@ -427,6 +440,32 @@ async fn main() {
             eprintln!("fixture_server: {e}");
             std::process::exit(1);
         }
+    }
+}
+
+/// `--http ADDR`: the kit's HTTP serving, loopback only.
+async fn serve_http(addr: &str, fixture: Fixture) {
+    let fail = |e: String| -> ! {
+        eprintln!("fixture_server: {e}");
+        std::process::exit(2)
+    };
+    let addr: std::net::SocketAddr = addr
+        .parse()
+        .unwrap_or_else(|e| fail(format!("--http {addr}: {e}")));
+    let flags = mcp_tools::http::Flags {
+        addr,
+        allow_remote: false,
+        auth_token_env: None,
+        allow_host: &[],
+        allow_origin: &[],
+    };
+    let policy = mcp_tools::http::Policy::from_args(flags, |_| None).unwrap_or_else(|e| fail(e));
+    let listener = mcp_tools::serve::bind(addr)
+        .await
+        .unwrap_or_else(|e| fail(e));
+    if let Err(e) = mcp_tools::serve::serve_http("fixture_server", listener, policy, fixture).await
+    {
+        fail(format!("{e:#}"));
     }
 }
 

@@ -345,9 +345,11 @@ impl Config {
                 .map_or(crate::hub::deferred::DEFAULT_MAX_TOOLS, |n| n as usize),
             always_load_tools: settings.always_load_tools.clone().unwrap_or_default(),
         };
+        let sandbox = sandbox_policy(&settings, &workspace, rules.mode);
         let hub = HubConfig {
             max_agent_depth,
             deferral,
+            sandbox,
             ..hub_config(&workspace, options, settings.servers)
         };
         let defaults = CompactionConfig::default();
@@ -373,6 +375,39 @@ impl Config {
     }
 }
 
+/// The commands' sandbox: `sandbox` (default workspace-write) with the
+/// network off unless `sandbox_network`; Plan and Debug run read-only.
+/// `~/` in `sandbox_writable` is the home directory; a relative path is
+/// in the workspace.
+fn sandbox_policy(
+    settings: &Settings,
+    workspace: &std::path::Path,
+    mode: Mode,
+) -> mcp_tools::spawn::SandboxPolicy {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let writable = settings
+        .sandbox_writable
+        .iter()
+        .flatten()
+        .map(|p| match (p.strip_prefix("~/"), &home) {
+            (Some(rest), Some(home)) => home.join(rest),
+            _ if p == "~" => home.clone().unwrap_or_else(|| PathBuf::from(p)),
+            _ => workspace.join(p),
+        })
+        .collect();
+    let policy = mcp_tools::spawn::SandboxPolicy {
+        mode: settings.sandbox.unwrap_or_default(),
+        network: settings.sandbox_network.unwrap_or(false),
+        writable,
+        when_unavailable: settings.sandbox_unavailable.unwrap_or_default(),
+    };
+    if matches!(mode, Mode::Plan | Mode::Debug) {
+        policy.narrowed_to_read_only()
+    } else {
+        policy
+    }
+}
+
 /// What the hub starts: every configured server (the hub reports disabled
 /// ones and starts the rest), with the era of each remembered in
 /// `$NANOHERMES_HOME/mcp-eras.json`.
@@ -385,6 +420,7 @@ fn hub_config(
         max_output: options.max_output,
         allow_private_network: options.allow_private_network,
         era_cache: crate::hub::default_era_cache(),
+        credentials: crate::auth::store::default_path(),
         ..HubConfig::new(workspace, servers)
     }
 }

@@ -41,6 +41,7 @@
 //!   partial output.
 
 pub mod agent;
+pub mod auth;
 pub mod cli;
 pub mod compaction;
 pub mod config;

@@ -44,6 +44,10 @@ async fn start(workspace: &Path, servers: Vec<ServerSpec>) -> Hub {
         max_agent_depth: nanohermes::hub::DEFAULT_MAX_AGENT_DEPTH,
         deferral: nanohermes::hub::DeferConfig::default(),
         connect_wait: None,
+        elicitor: None,
+        credentials: None,
+        oauth_browser: None,
+        sandbox: Default::default(),
     })
     .await
     .expect("hub starts")

@@ -1,10 +1,14 @@
 //! `nanohermes mcp`, the way `codex mcp` and `claude mcp` work: `list`,
 //! `get NAME`, `add NAME -- CMD ARGS…` / `add NAME --url URL`, `remove
-//! NAME`, `call NAME TOOL 'JSON'`. `add` and `remove` edit the user's own
+//! NAME`, `call NAME TOOL 'JSON'`, `login NAME` / `logout NAME` (OAuth). `add` and `remove` edit the user's own
 //! config (`$NANOHERMES_HOME/config.toml`) and keep the rest of the file
 //! as it was; `list`, `get` and `call` start the servers for real.
+//! `probe URL` drives the hub's client stack from a script, for the MCP
+//! conformance suite ([`probe`]).
 
 mod inspect;
+mod login;
+pub mod probe;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -37,6 +41,20 @@ pub enum McpCommand {
         /// The server's name.
         name: String,
     },
+    /// Log in to an HTTP server that requires OAuth: prints the URL to open
+    /// and stores the tokens in $NANOHERMES_HOME/credentials.json.
+    Login {
+        /// The server's name.
+        name: String,
+        /// A scope to ask for on top of what the server names. Repeatable.
+        #[arg(long = "scope", value_name = "SCOPE")]
+        scopes: Vec<String>,
+    },
+    /// Forget the tokens stored for an HTTP server.
+    Logout {
+        /// The server's name.
+        name: String,
+    },
     /// Start one server, call one tool, print the result's text (exit 1 when the tool fails).
     Call {
         /// The server's name.
@@ -47,6 +65,9 @@ pub enum McpCommand {
         #[arg(default_value = "{}", value_name = "JSON")]
         arguments: String,
     },
+    /// Connect to one Streamable HTTP server with the agent's own client code and run a
+    /// script of steps (or the conformance scenario named in $MCP_CONFORMANCE_SCENARIO).
+    Probe(probe::ProbeArgs),
 }
 
 /// `nanohermes mcp add`.
@@ -81,8 +102,13 @@ pub async fn main(options: &Options, command: McpCommand) -> anyhow::Result<Exit
             tool,
             arguments,
         } => inspect::call(super::load(options, false)?, &name, &tool, &arguments).await,
+        McpCommand::Login { name, scopes } => {
+            login::login(super::load(options, false)?, &name, scopes).await
+        }
+        McpCommand::Logout { name } => login::logout(super::load(options, false)?, &name).await,
         McpCommand::Add(args) => add(options, args),
         McpCommand::Remove { name } => remove(options, &name),
+        McpCommand::Probe(args) => probe::main(args).await,
     }
 }
 

@@ -35,7 +35,12 @@ pub async fn start_agent(config: Config, opened: &Opened) -> anyhow::Result<Star
     let guidance = prompt::load(&config.workspace, &config.guidance);
     // A bad matcher fails here, before any server starts.
     let mode = hooks::mode_name(config.rules.mode);
-    let hooks = Hooks::new(&config.rules.hooks, &config.workspace, mode)?;
+    let hooks = Hooks::new(&config.rules.hooks, &config.workspace, mode)?
+        .with_sandbox(config.hub.sandbox.clone());
+    // Said once at start when the kernel cannot enforce the sandbox.
+    let sandbox_warning =
+        mcp_tools::spawn::Sandbox::new(config.hub.sandbox.clone(), &config.workspace)
+            .startup_warning();
     // The first request waits this long for slow servers; the rest join,
     // deferred, at a later step.
     let hub_config = crate::hub::HubConfig {
@@ -61,6 +66,7 @@ pub async fn start_agent(config: Config, opened: &Opened) -> anyhow::Result<Star
         .chain(connecting.iter().map(|name| {
             format!("server {name} is still connecting; its tools join when it is ready")
         }))
+        .chain(sandbox_warning)
         .collect();
     let mut system_prompt = prompt::system_prompt(&config.workspace, &guidance);
     prompt::add_deferred_line(&mut system_prompt, &hub.deferred_counts(), &connecting);

@@ -21,7 +21,7 @@ pub use diag::ConfigError;
 pub use edit::{NewServer, add_server, remove_server};
 pub use layered::{ConfigSources, Loaded, Overrides, Settings, TrustCheck, load, trust_check};
 pub use raw::{BuiltinName, HookEvent, HookGroup, Mode, RawConfig, RawServer, Run, TrustLevel};
-pub use servers::{HttpSpec, Origin, ServerSpec, StdioSpec, Transport, parse_mcp_flag};
+pub use servers::{HttpSpec, OAuthSpec, Origin, ServerSpec, StdioSpec, Transport, parse_mcp_flag};
 pub use trust::TrustStatus;
 
 #[cfg(test)]

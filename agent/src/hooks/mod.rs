@@ -3,7 +3,8 @@
 //! [{"type": "command", "command": "...", "timeout": 30}]}]}}`.
 //!
 //! Each hook is `sh -c COMMAND` started through the spawn policy (secrets
-//! scrubbed from its environment, its own process group), run in the
+//! scrubbed from its environment, its own process group, the shell's
+//! sandbox: [`mcp_tools::spawn::Sandbox`]), run in the
 //! workspace with the event as one JSON object on stdin (`hook_event_name`
 //! and goose's `event`, `session_id`, `cwd`, `permission_mode`, and per
 //! event `tool_name`, `tool_input`, `tool_use_id`, `tool_response`,
@@ -75,12 +76,14 @@ pub struct Hooks {
     session_id: String,
     permission_mode: String,
     session_started: bool,
+    sandbox: Option<mcp_tools::spawn::Sandbox>,
 }
 
 impl Hooks {
     /// Compiles `config` (every layer's hooks, in order). `cwd` is the
     /// workspace; `permission_mode` is reported to hooks as is. A matcher
     /// that is not a regular expression is refused here, before any run.
+    /// Hooks run in the default sandbox until [`Hooks::with_sandbox`].
     pub fn new(
         config: &BTreeMap<HookEvent, Vec<HookGroup>>,
         cwd: &Path,
@@ -116,7 +119,17 @@ impl Hooks {
             session_id: new_session_id(),
             permission_mode: permission_mode.to_owned(),
             session_started: false,
+            sandbox: None,
         })
+    }
+
+    /// The same hooks, run under `policy` (the shell's).
+    pub fn with_sandbox(self, policy: mcp_tools::spawn::SandboxPolicy) -> Hooks {
+        let sandbox = mcp_tools::spawn::Sandbox::new(policy, &self.cwd);
+        Hooks {
+            sandbox: Some(sandbox),
+            ..self
+        }
     }
 
     /// The id every event of this agent carries.
@@ -254,11 +267,20 @@ impl Hooks {
 
     async fn run(&self, command: &Command, event: &Map<String, Value>) -> Verdict {
         let input = serde_json::to_vec(event).unwrap_or_default();
+        let default;
+        let sandbox = match &self.sandbox {
+            Some(sandbox) => sandbox,
+            None => {
+                default = mcp_tools::spawn::Sandbox::new(Default::default(), &self.cwd);
+                &default
+            }
+        };
         let finished = process::run(
             &command.command,
             &input,
             &self.cwd,
             Duration::from_secs(command.timeout_secs),
+            sandbox,
         )
         .await;
         verdict::read(finished, &command.command, command.timeout_secs)

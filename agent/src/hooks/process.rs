@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use mcp_tools::spawn::{self, EnvPolicy};
+use mcp_tools::spawn::{self, Confined, EnvPolicy, Sandbox};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 /// How one hook run ended.
@@ -27,10 +27,17 @@ pub enum Finished {
     NotStarted(String),
 }
 
-/// Runs `command` with `sh -c` in `cwd`, `input` on its stdin. The project
-/// directory is exported as `NANOHERMES_PROJECT_DIR` and, so hooks written
-/// for Claude Code find it too, `CLAUDE_PROJECT_DIR`.
-pub async fn run(command: &str, input: &[u8], cwd: &Path, timeout: Duration) -> Finished {
+/// Runs `command` with `sh -c` in `cwd`, `input` on its stdin, confined by
+/// `sandbox` as the shell's commands are. The project directory is
+/// exported as `NANOHERMES_PROJECT_DIR` and, so hooks written for Claude
+/// Code find it too, `CLAUDE_PROJECT_DIR`.
+pub async fn run(
+    command: &str,
+    input: &[u8],
+    cwd: &Path,
+    timeout: Duration,
+    sandbox: &Sandbox,
+) -> Finished {
     let mut cmd = spawn::command("sh", &EnvPolicy::ScrubSecrets);
     cmd.arg("-c")
         .arg(command)
@@ -40,6 +47,11 @@ pub async fn run(command: &str, input: &[u8], cwd: &Path, timeout: Duration) -> 
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    match sandbox.confine(&mut cmd) {
+        Ok(Confined::Fully) => {}
+        Ok(Confined::Partly(warning)) => tracing::warn!("hook `{command}`: {warning}"),
+        Err(refusal) => return Finished::NotStarted(refusal),
+    }
     let (mut child, tree) = match cmd.spawn() {
         Ok(spawned) => spawned,
         Err(e) => return Finished::NotStarted(e.to_string()),
@@ -79,4 +91,28 @@ async fn read_all(pipe: Option<impl AsyncRead + Unpin>) -> String {
         let _ = pipe.read_to_end(&mut bytes).await;
     }
     String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_tools::spawn::SandboxPolicy;
+
+    #[tokio::test]
+    async fn a_hook_is_confined_like_the_shell() {
+        // Not under the system temp dir, which workspace-write may write.
+        let base = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let root = base.path().canonicalize().unwrap().join("ws");
+        std::fs::create_dir(&root).unwrap();
+        let outside = base.path().join("outside");
+        let sandbox = Sandbox::new(SandboxPolicy::default(), &root);
+        let script = format!("echo in > inside; echo x > '{}'", outside.display());
+        let finished = run(&script, b"{}", &root, Duration::from_secs(30), &sandbox).await;
+        let Finished::Exited { code, stderr, .. } = finished else {
+            panic!("{finished:?}");
+        };
+        assert_ne!(code, Some(0));
+        assert!(stderr.contains("Permission denied"), "{stderr}");
+        assert!(root.join("inside").exists() && !outside.exists());
+    }
 }

@@ -36,17 +36,20 @@ pub enum Builtin {
     Web,
 }
 
-/// Settings of the built-ins beyond their workspace, from the command line.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Settings of the built-ins beyond their workspace, from the command line
+/// and the config.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BuiltinOptions {
     /// `web_fetch` may reach loopback, private and link-local addresses
     /// (`--allow-private-network`).
     pub allow_private_network: bool,
+    /// The sandbox of shell commands and git hooks.
+    pub sandbox: mcp_tools::spawn::SandboxPolicy,
 }
 
 impl BuiltinOptions {
     /// The web server's limits with these options.
-    pub(crate) fn fetch_config(self) -> nanohermes_web::FetchConfig {
+    pub(crate) fn fetch_config(&self) -> nanohermes_web::FetchConfig {
         nanohermes_web::FetchConfig {
             allow_private_network: self.allow_private_network,
             ..nanohermes_web::FetchConfig::default()
@@ -106,11 +109,18 @@ impl Builtin {
             Builtin::Grep => ("grep", |ctx, _| {
                 Box::pin(connect(nanohermes_grep::GrepServer::new(ctx)))
             }),
-            Builtin::Shell => ("shell", |ctx, _| {
-                Box::pin(connect(nanohermes_shell::ShellServer::new(ctx)))
+            Builtin::Shell => ("shell", |ctx, options| {
+                Box::pin(connect(nanohermes_shell::ShellServer::with_sandbox(
+                    ctx,
+                    options.sandbox,
+                )))
             }),
-            Builtin::Git => ("git", |ctx, _| {
-                Box::pin(connect(nanohermes_git::GitServer::new(ctx)))
+            Builtin::Git => ("git", |ctx, options| {
+                Box::pin(connect(nanohermes_git::GitServer::with_options(
+                    ctx,
+                    PathBuf::from("git"),
+                    options.sandbox,
+                )))
             }),
             Builtin::Memory => ("memory", |ctx, _| Box::pin(connect_memory(ctx))),
             Builtin::Todo => ("todo", |_, _| {
@@ -164,5 +174,5 @@ async fn connect<S>(server: S) -> anyhow::Result<Client>
 where
     S: rmcp::ServerHandler + rmcp::service::Service<rmcp::RoleServer>,
 {
-    Ok(serve_in_process(server, client_config()).await?)
+    Ok(serve_in_process(server, client_config(None)).await?)
 }

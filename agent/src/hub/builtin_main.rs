@@ -28,6 +28,9 @@ struct BuiltinCli {
     /// memory: the database file [default: $NANOHERMES_HOME/memory.db].
     #[arg(long, value_name = "PATH")]
     db: Option<PathBuf>,
+    /// shell, git: the sandbox of commands and hooks.
+    #[command(flatten)]
+    sandbox: mcp_tools::spawn::SandboxArgs,
 }
 
 /// Serves built-in `name` with `args` (the flags after the name, as the
@@ -60,6 +63,7 @@ pub fn serve_builtin_main(name: &str, args: &[OsString]) -> ExitCode {
     };
     let options = BuiltinOptions {
         allow_private_network: cli.allow_private_network,
+        sandbox: cli.sandbox.policy(),
     };
     let label = builtin.name();
     let serve = &cli.serve;
@@ -74,12 +78,20 @@ pub fn serve_builtin_main(name: &str, args: &[OsString]) -> ExitCode {
         Builtin::Grep => mcp_tools::serve::run(label, serve, nanohermes_grep::GrepServer::new(ctx)),
         Builtin::Shell => {
             nanohermes_shell::signals::survive_interrupts_when_piped();
-            let code = mcp_tools::serve::run(label, serve, nanohermes_shell::ShellServer::new(ctx));
+            let server = nanohermes_shell::ShellServer::with_sandbox(ctx, options.sandbox);
+            if let Some(warning) = server.sandbox().startup_warning() {
+                eprintln!("nanohermes builtin {label}: {warning}");
+            }
+            let code = mcp_tools::serve::run(label, serve, server);
             // Whatever is still running dies with the server.
             mcp_tools::spawn::kill_all_spawned();
             code
         }
-        Builtin::Git => mcp_tools::serve::run(label, serve, nanohermes_git::GitServer::new(ctx)),
+        Builtin::Git => mcp_tools::serve::run(
+            label,
+            serve,
+            nanohermes_git::GitServer::with_options(ctx, PathBuf::from("git"), options.sandbox),
+        ),
         Builtin::Memory => {
             let Some(db) = cli.db.or_else(memory_db_path) else {
                 return startup(anyhow::anyhow!(

@@ -10,7 +10,6 @@
 //! once; a remembered era that turns out wrong (the server was upgraded or
 //! downgraded) is probed again. Our own built-ins are known to be modern.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -21,12 +20,10 @@ use mcp_tools::spawn::{self, EnvPolicy, ProcessTree, Signal};
 use rmcp::model::ProtocolVersion;
 use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt as _};
 use rmcp::transport::TokioChildProcess;
-use rmcp::transport::streamable_http_client::{
-    StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
-};
 
 use super::builtin::{Builtin, BuiltinOptions};
 use super::era::{Era, EraCache, PROBE_TIMEOUT};
+use super::input::SharedElicitor;
 use super::server::{Client, StderrTail, client_config};
 
 /// One live connection: the client, its era and, for a child process, the
@@ -67,13 +64,21 @@ pub(crate) struct HttpTarget {
     /// Sent as `Authorization: Bearer …`.
     pub(crate) bearer: Option<String>,
     pub(crate) headers: Vec<(String, String)>,
+    /// OAuth, for a server with no static token: the stored credentials,
+    /// and what to do when the server asks for authorization (http.rs).
+    pub(crate) oauth: Option<crate::auth::Authorizer>,
+    /// Whether a refusal starts an authorization (the probe) instead of
+    /// failing with "run `nanohermes mcp login NAME`".
+    pub(crate) may_authorize: bool,
 }
 
 /// What is known about a server's era before connecting.
 #[derive(Clone)]
 pub(crate) enum EraHint {
-    /// Ours: speaks 2026-07-28.
+    /// Ours, or pinned by the spec: speaks 2026-07-28 (`server/discover`).
     Modern,
+    /// Pinned by the spec: speaks 2025-11-25 (`initialize`), no probe.
+    Legacy,
     /// Look it up under this key, probe if unknown, remember the answer.
     Cached(Arc<EraCache>, String),
 }
@@ -112,14 +117,16 @@ fn says_legacy(error: &anyhow::Error) -> bool {
 
 impl Launch {
     /// Starts the server and completes its handshake.
+    /// `elicitor` answers the server's elicitations (input.rs).
     pub(crate) async fn connect(
         &self,
         name: &str,
         stderr: &Arc<StderrTail>,
+        elicitor: Option<&SharedElicitor>,
     ) -> anyhow::Result<Connection> {
         match self {
             Launch::InProcess(builtin, ctx, options) => {
-                let client = builtin.connect(ctx.clone(), *options).await?;
+                let client = builtin.connect(ctx.clone(), options.clone()).await?;
                 let era = era_of(&client);
                 Ok(Connection {
                     client,
@@ -131,7 +138,7 @@ impl Launch {
                 let start = |mode| async move {
                     let (transport, tree) = spawn_child(name, child, stderr)?;
                     // A failed handshake drops the tree: nothing is left running.
-                    let client = client_config()
+                    let client = client_config(elicitor)
                         .serve_with_lifecycle(transport, mode)
                         .await?;
                     let era = era_of(&client);
@@ -143,6 +150,7 @@ impl Launch {
                 };
                 match hint {
                     EraHint::Modern => start(modern()).await,
+                    EraHint::Legacy => start(ClientLifecycleMode::Initialize).await,
                     EraHint::Cached(cache, key) => {
                         let connection = match cache.get(key) {
                             Some(Era::Modern) => match start(modern()).await {
@@ -176,11 +184,7 @@ impl Launch {
             }
             Launch::Http(target, hint) => {
                 let start = |mode| async move {
-                    let transport = http_transport(target)?;
-                    let client = client_config()
-                        .serve_with_lifecycle(transport, mode)
-                        .await
-                        .with_context(|| format!("cannot connect to {}", target.url))?;
+                    let client = super::http::serve(target, client_config(elicitor), mode).await?;
                     let era = era_of(&client);
                     anyhow::Ok(Connection {
                         client,
@@ -192,6 +196,7 @@ impl Launch {
                 // a silent one; the cache only saves the probe round trip.
                 let connection = match hint {
                     EraHint::Modern => start(modern()).await?,
+                    EraHint::Legacy => start(ClientLifecycleMode::Initialize).await?,
                     EraHint::Cached(cache, key) => {
                         let connection = match cache.get(key) {
                             Some(Era::Legacy) => match start(ClientLifecycleMode::Initialize).await
@@ -261,31 +266,4 @@ fn spawn_child(
         stderr.follow(name.to_string(), child_stderr);
     }
     Ok((transport, tree))
-}
-
-/// rmcp's Streamable HTTP client over our reqwest (rustls), with the
-/// configured headers on every request.
-fn http_transport(
-    target: &HttpTarget,
-) -> anyhow::Result<StreamableHttpClientTransport<reqwest::Client>> {
-    use reqwest::header::{HeaderName, HeaderValue};
-    let mut headers = HashMap::new();
-    for (name, value) in &target.headers {
-        let header = HeaderName::from_bytes(name.as_bytes())
-            .with_context(|| format!("{name:?} is not a valid HTTP header name"))?;
-        let value = HeaderValue::from_str(value)
-            .with_context(|| format!("the value of header {name} is not valid in HTTP"))?;
-        headers.insert(header, value);
-    }
-    let client = reqwest::Client::builder()
-        // No redirect to another host may carry the token away.
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .context("cannot build the HTTP client")?;
-    let mut config =
-        StreamableHttpClientTransportConfig::with_uri(target.url.clone()).custom_headers(headers);
-    if let Some(token) = &target.bearer {
-        config = config.auth_header(token.clone());
-    }
-    Ok(StreamableHttpClientTransport::with_client(client, config))
 }

@@ -69,9 +69,14 @@ pub(crate) fn spawn_start(planned: Planned) -> JoinHandle<Outcome> {
             planned.filter,
             where_,
         );
-        Server::start(planned.name, planned.launch, planned.startup_timeout)
-            .await
-            .map(|started| (started, meta))
+        Server::start(
+            planned.name,
+            planned.launch,
+            planned.startup_timeout,
+            planned.elicitor,
+        )
+        .await
+        .map(|started| (started, meta))
     })
 }
 

@@ -113,6 +113,8 @@ pub mod compact;
 mod connect;
 pub mod deferred;
 pub mod era;
+mod http;
+pub mod input;
 mod late;
 pub mod names;
 mod plan;
@@ -134,7 +136,7 @@ use std::sync::Arc;
 use anyhow::{Context as _, bail};
 use futures::future::join_all;
 use mcp_tools::{ToolContext, Workspace};
-use rmcp::model::{CallToolResult, Tool, ToolAnnotations};
+use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
 
 use crate::config::sources::ServerSpec;
@@ -150,6 +152,7 @@ pub use builtin_main::serve_builtin_main;
 pub use deferred::{DeferConfig, DeferredTool, Surfaced, TOOL_SEARCH};
 pub use era::{Era, default_era_cache};
 pub use late::DEFAULT_CONNECT_WAIT;
+pub use plan::oauth_settings;
 pub use plan::trusted_annotations;
 pub use refresh::{REFRESH_TIMEOUT, no_longer_offered};
 pub use server::MAX_RESTARTS;
@@ -224,12 +227,25 @@ pub struct HubConfig {
     /// `None` waits for each up to its own startup timeout. The ones
     /// still connecting join later, deferred ([`Hub::refresh`]).
     pub connect_wait: Option<Duration>,
+    /// The file OAuth tokens are kept in ([`crate::auth::store::default_path`]);
+    /// `None`: HTTP servers get no OAuth (a static token still works).
+    pub credentials: Option<PathBuf>,
+    /// Who opens an authorization URL when an HTTP server asks for one;
+    /// `None` (the agent): the server fails to start with "run `nanohermes
+    /// mcp login NAME`". The probe fetches it ([`crate::auth::Browser::Fetch`]).
+    pub oauth_browser: Option<crate::auth::Browser>,
+    /// Who answers servers' elicitations ([`input`]); `None`: the hub
+    /// does not declare the capability and declines.
+    pub elicitor: Option<input::SharedElicitor>,
+    /// The sandbox of the shell's commands and git's hooks (`sandbox`,
+    /// default workspace-write with the network off).
+    pub sandbox: mcp_tools::spawn::SandboxPolicy,
 }
 
 impl HubConfig {
     /// `servers` in `workspace`, with the defaults: the default output cap,
     /// no private network, this executable for built-in children, no era
-    /// file, this process's agent depth and the default limit.
+    /// file, this process's agent depth and the default limit, no elicitor.
     pub fn new(workspace: impl Into<PathBuf>, servers: Vec<ServerSpec>) -> HubConfig {
         HubConfig {
             workspace: workspace.into(),
@@ -242,6 +258,10 @@ impl HubConfig {
             max_agent_depth: DEFAULT_MAX_AGENT_DEPTH,
             deferral: DeferConfig::default(),
             connect_wait: None,
+            credentials: None,
+            oauth_browser: None,
+            elicitor: None,
+            sandbox: mcp_tools::spawn::SandboxPolicy::default(),
         }
     }
 }
@@ -269,6 +289,10 @@ pub struct ToolInfo {
     pub builtin: bool,
     /// The server's annotations, as given.
     pub annotations: Option<ToolAnnotations>,
+    /// The input schema exactly as the server listed it (JSON Schema
+    /// 2020-12 kept whole, network `$ref`s never fetched); the model sees a
+    /// sanitised copy ([`schema::sanitize`]).
+    pub input_schema: Arc<JsonObject>,
 }
 
 impl ToolInfo {
@@ -691,6 +715,7 @@ impl Hub {
             destructive: !read_only && believed.and_then(|a| a.destructive_hint).unwrap_or(true),
             builtin: prefix.is_none(),
             annotations: tool.annotations.clone(),
+            input_schema: Arc::clone(&tool.input_schema),
         });
     }
 

@@ -15,7 +15,8 @@ use crate::config::sources::{HttpSpec, Origin, ServerSpec, StdioSpec, Transport}
 use super::agents;
 use super::builtin::{Builtin, BuiltinOptions};
 use super::connect::{ChildSpec, EraHint, HttpTarget, Launch};
-use super::era::{EraCache, config_key};
+use super::era::{Era, EraCache, config_key};
+use super::input::SharedElicitor;
 use super::{HubConfig, call_timeout_over};
 
 /// One server to start, before it has started.
@@ -29,6 +30,8 @@ pub(crate) struct Planned {
     pub(crate) call_timeout: Duration,
     pub(crate) filter: ToolFilter,
     pub(crate) launch: Launch,
+    /// Who answers its elicitations.
+    pub(crate) elicitor: Option<SharedElicitor>,
 }
 
 /// `enabled_tools` (an allow-list, when set) then `disabled_tools`, on the
@@ -97,6 +100,7 @@ pub(crate) fn plan(
     };
     let options = BuiltinOptions {
         allow_private_network: config.allow_private_network,
+        sandbox: config.sandbox.clone(),
     };
     let cached = |description: String| EraHint::Cached(Arc::clone(eras), config_key(&description));
     let launch = match (&spec.transport, builtin) {
@@ -114,9 +118,13 @@ pub(crate) fn plan(
             Launch::Child(child, cached(description))
         }
         (Transport::Http(http), _) => {
-            let target = http_target(&spec.name, http)?;
-            let description = format!("http {} {:?}", target.url, http);
-            Launch::Http(target, cached(description))
+            let target = http_target(&spec.name, http, config)?;
+            let hint = match http.era {
+                Some(Era::Modern) => EraHint::Modern,
+                Some(Era::Legacy) => EraHint::Legacy,
+                None => cached(format!("http {} {:?}", target.url, http)),
+            };
+            Launch::Http(target, hint)
         }
     };
     // A built-in's tools stop themselves; the hub's timeout sits above that,
@@ -143,6 +151,7 @@ pub(crate) fn plan(
             .then_some((config.agent_depth, config.max_agent_depth)),
         },
         launch,
+        elicitor: config.elicitor.clone(),
     })
 }
 
@@ -159,6 +168,9 @@ fn builtin_child(builtin: Builtin, config: &HubConfig, max_output: usize) -> Chi
     ];
     if builtin == Builtin::Web && config.allow_private_network {
         args.push("--allow-private-network".to_owned());
+    }
+    if matches!(builtin, Builtin::Shell | Builtin::Git) {
+        args.extend(config.sandbox.to_args());
     }
     ChildSpec {
         program: config.builtin_exe.clone(),
@@ -194,7 +206,7 @@ fn stdio_child(stdio: &StdioSpec, workspace: &Path, depth: usize) -> ChildSpec {
 /// Headers and token from the spec and the environment. A named variable
 /// that is unset is an error that names the key, since the server would
 /// refuse us anyway.
-fn http_target(name: &str, http: &HttpSpec) -> anyhow::Result<HttpTarget> {
+fn http_target(name: &str, http: &HttpSpec, config: &HubConfig) -> anyhow::Result<HttpTarget> {
     let var = |key: &str, var: &str| match std::env::var(var) {
         Ok(value) if !value.is_empty() => Ok(value),
         _ => bail!(
@@ -213,10 +225,50 @@ fn http_target(name: &str, http: &HttpSpec) -> anyhow::Result<HttpTarget> {
     for (header, v) in &http.env_headers {
         headers.push((header.clone(), var("env_http_headers", v)?));
     }
+    // OAuth only where no static credential is configured.
+    let static_auth = bearer.is_some()
+        || headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+    let oauth = match &config.credentials {
+        Some(path) if !static_auth => Some(crate::auth::Authorizer {
+            name: name.to_owned(),
+            url: http.url.clone(),
+            settings: oauth_settings(name, http)?,
+            store: crate::auth::CredentialsFile::new(path),
+            browser: config.oauth_browser.unwrap_or(crate::auth::Browser::Print),
+        }),
+        _ => None,
+    };
     Ok(HttpTarget {
         url: http.url.clone(),
         bearer,
         headers,
+        oauth,
+        may_authorize: config.oauth_browser.is_some(),
+    })
+}
+
+/// The `oauth_*` keys of server `name`, with the secret read from its
+/// variable (an unset variable is an error that names the key).
+pub fn oauth_settings(name: &str, http: &HttpSpec) -> anyhow::Result<crate::auth::OAuthSettings> {
+    let oauth = &http.oauth;
+    let client_secret = match &oauth.client_secret_env_var {
+        _ if oauth.client_secret.is_some() => oauth.client_secret.clone(),
+        Some(var) => match std::env::var(var) {
+            Ok(value) if !value.is_empty() => Some(value),
+            _ => bail!(
+                "mcp_servers.{name}.oauth_client_secret_env_var names {var}, which is not set; export {var} or remove oauth_client_secret_env_var"
+            ),
+        },
+        None => None,
+    };
+    Ok(crate::auth::OAuthSettings {
+        client_id: oauth.client_id.clone(),
+        client_secret,
+        client_metadata_url: oauth.client_metadata_url.clone(),
+        scopes: oauth.scopes.clone(),
+        callback_port: oauth.callback_port,
     })
 }
 

@@ -35,14 +35,18 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use rmcp::ClientHandler;
-use rmcp::model::{ClientConfig, ServerNotification, SubscriptionFilter, Tool};
-use rmcp::service::{NotificationContext, Peer, RoleClient};
+use rmcp::ErrorData;
+use rmcp::model::{
+    ClientConfig, ElicitRequestParams, ElicitResult, ServerNotification, SubscriptionFilter, Tool,
+};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleClient};
 use serde_json::Value;
 use tokio::task::JoinHandle;
 
 use super::Hub;
 use super::agents;
 use super::deferred;
+use super::input::{self, SharedElicitor};
 use super::names::NameTable;
 use super::resources::{self, Offered};
 use super::skills;
@@ -78,14 +82,17 @@ impl ListChanged {
 pub(crate) struct Notified {
     info: ClientConfig,
     changed: Arc<ListChanged>,
+    /// Who answers a legacy `elicitation/create` (input.rs).
+    elicitor: Option<SharedElicitor>,
 }
 
 impl Notified {
-    /// A handler announcing `info`.
-    pub(crate) fn new(info: ClientConfig) -> Notified {
+    /// A handler announcing `info`; `elicitor` answers elicitations.
+    pub(crate) fn new(info: ClientConfig, elicitor: Option<SharedElicitor>) -> Notified {
         Notified {
             info,
             changed: Arc::default(),
+            elicitor,
         }
     }
 
@@ -102,6 +109,19 @@ impl ClientHandler for Notified {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.changed.mark_tools();
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let server = context
+            .peer
+            .peer_info()
+            .and_then(|info| info.server_info.as_ref().map(|i| i.name.clone()))
+            .unwrap_or_default();
+        Ok(input::elicit(self.elicitor.as_ref(), &server, request).await)
     }
 }
 

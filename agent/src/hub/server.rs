@@ -28,6 +28,7 @@ use tokio::task::JoinHandle;
 
 use super::connect::{Connection, Launch};
 use super::era::Era;
+use super::input::{self, MAX_INPUT_ROUNDS, SharedElicitor};
 use super::refresh::{ListChanged, Notified};
 use super::{progress_cap, result};
 
@@ -53,13 +54,17 @@ const STDERR_DRAIN: Duration = Duration::from_millis(500);
 /// (2026-07-28), which removed the handshake, so a strict legacy server
 /// would refuse it. The modern lifecycle takes its versions from the
 /// lifecycle mode (connect.rs), not from here.
-pub(crate) fn client_config() -> Notified {
+///
+/// It declares form elicitation only when `elicitor` can answer one.
+pub(crate) fn client_config(elicitor: Option<&SharedElicitor>) -> Notified {
+    let mut capabilities = ClientCapabilities::default();
+    capabilities.elicitation = input::capability(elicitor);
     let mut config = ClientConfig::new(
-        ClientCapabilities::default(),
+        capabilities,
         Implementation::new("nanohermes", env!("CARGO_PKG_VERSION")),
     );
     config.protocol_version = ProtocolVersion::V_2025_11_25;
-    Notified::new(config)
+    Notified::new(config, elicitor.cloned())
 }
 
 /// One server: its launch recipe and its current connection.
@@ -70,6 +75,8 @@ pub(crate) struct Server {
     state: RwLock<State>,
     restart_lock: tokio::sync::Mutex<()>,
     stderr: Arc<StderrTail>,
+    /// Who answers the server's elicitations (input.rs).
+    elicitor: Option<SharedElicitor>,
 }
 
 /// What [`Server::mark_dead`] found.
@@ -96,16 +103,17 @@ struct State {
 
 impl Server {
     /// Starts the server and lists its tools (following pagination), all
-    /// within `startup_timeout`. The error is one line for the hub's
-    /// warnings.
+    /// within `startup_timeout`; `elicitor` answers its elicitations. The
+    /// error is one line for the hub's warnings.
     pub(crate) async fn start(
         name: String,
         launch: Launch,
         startup_timeout: Duration,
+        elicitor: Option<SharedElicitor>,
     ) -> Result<(Server, Vec<Tool>), String> {
         let stderr = Arc::new(StderrTail::default());
         let started = tokio::time::timeout(startup_timeout, async {
-            let connection = launch.connect(&name, &stderr).await?;
+            let connection = launch.connect(&name, &stderr, elicitor.as_ref()).await?;
             let tools = connection
                 .client
                 .list_all_tools()
@@ -147,6 +155,7 @@ impl Server {
             state: RwLock::new(state),
             restart_lock: tokio::sync::Mutex::new(()),
             stderr,
+            elicitor,
         };
         Ok((server, tools))
     }
@@ -205,22 +214,39 @@ impl Server {
         timeout: Duration,
         max_output: usize,
     ) -> Result<CallToolResult, String> {
-        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let cap = progress_cap(timeout);
-        let options = PeerRequestOptions::with_timeout(timeout)
-            .reset_timeout_on_progress()
-            .with_max_total_timeout(cap);
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let answer = match peer.send_request_with_option(request, options).await {
-            Ok(handle) => {
-                // A call dropped midway (the user interrupted the step) still
-                // tells the server to stop.
-                let guard = CancelOnDrop::new(&peer, handle.id.clone());
-                let answer = handle.await_response().await;
-                guard.disarm();
-                answer
+        let mut rounds = 0;
+        let answer = loop {
+            let answer = self.send_call(&peer, params.clone(), timeout, cap).await;
+            // MRTR (2026-07-28): fulfil the server's input requests and send
+            // the call again: a new request (so a new JSON-RPC id), the
+            // answers, and `requestState` exactly as received, or none.
+            let Ok(ServerResult::InputRequiredResult(asked)) = answer else {
+                break answer;
+            };
+            rounds += 1;
+            if rounds > MAX_INPUT_ROUNDS {
+                return Err(format!(
+                    "ERROR: server {} still asked for input after {MAX_INPUT_ROUNDS} rounds of the \
+                     call to {tool}; the call was abandoned",
+                    self.name
+                ));
             }
-            Err(e) => Err(e),
+            let requests = asked.input_requests.unwrap_or_default();
+            params.input_responses =
+                match input::fulfil(self.elicitor.as_ref(), &self.name, requests).await {
+                    Ok(responses) if responses.is_empty() => None,
+                    Ok(responses) => Some(responses),
+                    Err(e) => {
+                        return Err(format!(
+                            "ERROR: server {} needs input for the call to {tool} that NanoHermes \
+                             cannot give: {e}",
+                            self.name
+                        ));
+                    }
+                };
+            params.request_state = asked.request_state;
         };
         let key = format!("mcp_servers.{}.tool_timeout_sec", self.name);
         match answer {
@@ -281,6 +307,28 @@ impl Server {
                 }
             }
         }
+    }
+
+    /// Sends one `tools/call` and waits for its answer; the timer restarts
+    /// on each progress notification, up to `cap` in all.
+    async fn send_call(
+        &self,
+        peer: &Peer<RoleClient>,
+        params: CallToolRequestParams,
+        timeout: Duration,
+        cap: Duration,
+    ) -> Result<ServerResult, ServiceError> {
+        let options = PeerRequestOptions::with_timeout(timeout)
+            .reset_timeout_on_progress()
+            .with_max_total_timeout(cap);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = peer.send_request_with_option(request, options).await?;
+        // A call dropped midway (the user interrupted the step) still
+        // tells the server to stop.
+        let guard = CancelOnDrop::new(peer, handle.id.clone());
+        let answer = handle.await_response().await;
+        guard.disarm();
+        answer
     }
 
     /// The era of the current connection.
@@ -371,7 +419,8 @@ impl Server {
         self.stderr.clear();
         let started = tokio::time::timeout(
             self.startup_timeout,
-            self.launch.connect(&self.name, &self.stderr),
+            self.launch
+                .connect(&self.name, &self.stderr, self.elicitor.as_ref()),
         )
         .await;
         let failure = match started {
@@ -565,7 +614,9 @@ mod tests {
     #[tokio::test]
     async fn a_late_failure_of_an_old_connection_leaves_the_restarted_server_up() {
         let launch = fixture();
-        let (server, _) = Server::start("fx".into(), launch, LONG).await.unwrap();
+        let (server, _) = Server::start("fx".into(), launch, LONG, None)
+            .await
+            .unwrap();
         let (old_peer, old_generation) = server.live_peer().unwrap();
 
         let crashed = server.call("crash", JsonObject::new(), LONG, 20_000).await;

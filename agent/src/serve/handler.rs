@@ -194,11 +194,25 @@ impl AgentServer {
 
         let mut rules = runtime.config.rules.clone();
         if let Some(mode) = mode {
+            if mode.permissiveness() > rules.mode.permissiveness() {
+                return Err(fail(format!(
+                    "mode {} allows more than this server's mode {}; a task may only narrow it \
+                     (start `nanohermes serve --mode {}` to allow it)",
+                    mode.name(),
+                    rules.mode.name(),
+                    mode.name()
+                )));
+            }
             rules.mode = mode;
         }
         let policy = rules.policy();
+        let mut sandbox = runtime.config.hub.sandbox.clone();
+        if matches!(rules.mode, Mode::Plan | Mode::Debug) {
+            sandbox = sandbox.narrowed_to_read_only();
+        }
         let hooks = Hooks::new(&rules.hooks, &workspace, hooks::mode_name(rules.mode))
-            .map_err(|e| fail(format!("{e:#}")))?;
+            .map_err(|e| fail(format!("{e:#}")))?
+            .with_sandbox(sandbox);
         let config = AgentConfig {
             max_iterations: args
                 .max_iterations

@@ -24,7 +24,7 @@ pub struct RunTaskArgs {
     /// Model to ask instead of the configured one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    /// Permission mode: default, accept-edits, plan (read-only), goal (never asks) or debug.
+    /// Permission mode: plan (read-only), debug, default, accept-edits or goal (never asks); at most the server's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
     /// Most model round trips for this task.

@@ -34,12 +34,18 @@ mod model_client;
 /// Model output that must never poison the history: bad or cut-off
 /// arguments, streams cut short, missing and repeated call ids.
 mod model_output;
+/// OAuth for an HTTP server against a real local authorization server: `mcp login`,
+/// the 0600 token file, refresh after expiry, logout, no token in sessions.
+mod oauth;
 /// `run --output-format json|stream-json` through the binary: every line parses, event order,
 /// a tool call round trip, the result subtypes and exit codes.
 mod output;
 /// The permission gate: modes over annotated external servers, allow/deny in other agents'
 /// spellings, approval on a pseudo-terminal and the denial without one.
 mod permissions;
+/// `nanohermes mcp probe` and the hub's elicitation in both eras (legacy and MRTR), over stdio
+/// and HTTP fixtures.
+mod probe;
 /// Long-term memory: the recalled block replaced each turn, distillation that skips known
 /// memories, failures as notices.
 mod recall;

@@ -678,6 +678,27 @@ async fn workspaces_outside_the_roots_bad_sessions_and_bad_modes_are_refused() {
 }
 
 #[tokio::test]
+async fn a_task_may_narrow_the_servers_mode_but_never_widen_it() {
+    let setup = Setup::new(vec![text(&["narrowed"]).into()]).await;
+    let (client, _) = setup.connect(Era::Legacy, Host::new(), "default").await;
+    for wider in ["accept-edits", "goal"] {
+        let result = ask(&client, run_task(json!({"task": "x", "mode": wider}))).await;
+        assert_eq!(result.is_error, Some(true), "{wider}");
+        let text = output(&result)["final_text"].as_str().unwrap().to_owned();
+        assert!(
+            text.contains(&format!(
+                "mode {wider} allows more than this server's mode default"
+            )),
+            "{text}"
+        );
+    }
+    assert!(setup.mock.requests().is_empty());
+    let result = ask(&client, run_task(json!({"task": "x", "mode": "plan"}))).await;
+    assert_eq!(output(&result)["final_text"], "narrowed");
+    let _ = client.cancel().await;
+}
+
+#[tokio::test]
 async fn a_server_beyond_the_depth_limit_takes_no_task() {
     let setup = Setup::new(vec![]).await;
     let transport =

@@ -5,6 +5,7 @@
 
 pub mod history;
 pub mod mock_model;
+pub mod oauth_server;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -26,6 +26,7 @@
 mod env;
 mod procfs;
 mod reaper;
+pub mod sandbox;
 mod subreaper;
 mod tree;
 
@@ -40,6 +41,7 @@ use tokio::process::{Child, Command};
 
 pub use env::{EnvPolicy, is_allowed_name, is_secret_name, withhold};
 pub use nix::sys::signal::Signal;
+pub use sandbox::{Confined, Sandbox, SandboxArgs, SandboxMode, SandboxPolicy, WhenUnavailable};
 pub use subreaper::become_subreaper;
 pub use tree::ProcessTree;
 

@@ -17,6 +17,9 @@
 //! - git runs with the root as cwd, prompts and pager off, in the C locale,
 //!   through the kit's spawn policy: its own process group, no secrets in
 //!   its or its hooks' environment, its whole tree killed when it ends;
+//! - a commit and its staging run in the kit's sandbox, with the shell's
+//!   policy: hooks and filters cannot write outside the workspace, plant a
+//!   hook or rewrite `.git/config`;
 //! - the read-only tools run nothing the repository configures
 //!   (`core.fsmonitor`, filter, external-diff and textconv drivers, hooks,
 //!   signature checks, pager): see [`runner`];
@@ -44,6 +47,7 @@ pub mod status;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use mcp_tools::spawn::{Sandbox, SandboxPolicy};
 use mcp_tools::{ToolContext, clamp, clamp_head_tail};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -113,14 +117,21 @@ impl GitServer {
     }
 
     /// A server running the given git executable (a name looked up on
-    /// `PATH`, or a path).
+    /// `PATH`, or a path), hooks in the default sandbox.
     pub fn with_git_binary(ctx: ToolContext, git_binary: PathBuf) -> Self {
+        Self::with_options(ctx, git_binary, SandboxPolicy::default())
+    }
+
+    /// A server running `git_binary`, whose commits (and so their hooks)
+    /// run under `policy`, the shell's policy.
+    pub fn with_options(ctx: ToolContext, git_binary: PathBuf, policy: SandboxPolicy) -> Self {
         // Orphans of hooks come back to this process, to be killed with
         // their tree and reaped; without it they are still found by marker.
         if let Err(e) = mcp_tools::spawn::become_subreaper() {
             tracing::warn!("cannot become a child subreaper: {e}");
         }
-        let git = Git::new(git_binary, ctx.workspace.root());
+        let sandbox = Sandbox::new(policy, ctx.workspace.root());
+        let git = Git::new(git_binary, ctx.workspace.root(), sandbox);
         Self {
             ctx: Arc::new(ctx),
             git,

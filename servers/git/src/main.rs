@@ -14,6 +14,8 @@ struct Cli {
     /// The git executable to run (a name looked up on PATH, or a path).
     #[arg(long, value_name = "PATH", default_value = "git")]
     git: PathBuf,
+    #[command(flatten)]
+    sandbox: mcp_tools::spawn::SandboxArgs,
 }
 
 fn main() -> ExitCode {
@@ -25,6 +27,6 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let server = nanohermes_git::GitServer::with_git_binary(ctx, cli.git);
+    let server = nanohermes_git::GitServer::with_options(ctx, cli.git, cli.sandbox.policy());
     mcp_tools::serve::run("nanohermes-git", &cli.serve, server)
 }

@@ -13,6 +13,13 @@
 //! its whole process tree killed when the command ends or times out, so a
 //! hook cannot leave a `setsid` or double-forked process behind.
 //!
+//! Every other command (a commit and its staging, which run hooks and
+//! filters) runs in the kit's sandbox, the same policy as the shell's
+//! commands: a hook cannot write outside the workspace, plant another
+//! hook or rewrite `.git/config`. The repository's own directories are
+//! writable when they lie outside the root (a root below the top of its
+//! repository, a worktree), their hooks and config protected the same way.
+//!
 //! A [`Git::read_only`] runner is for the read-only tools: the repository's
 //! own `.git/config` is written by whoever wrote the repository, so every
 //! setting that makes `status`, `diff` or `log` start a program is switched
@@ -30,8 +37,11 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use mcp_tools::Workspace;
-use mcp_tools::spawn::{self, EnvPolicy};
+use mcp_tools::spawn::{self, Confined, EnvPolicy, Sandbox, SandboxMode};
+use tokio::sync::OnceCell;
 
 /// How long one git command may run before it is killed. Commits run hooks,
 /// which may run a test suite, hence the generous bound.
@@ -79,6 +89,9 @@ pub struct Git {
     binary: PathBuf,
     root: PathBuf,
     read_only: bool,
+    sandbox: Sandbox,
+    /// The sandbox with the repository's directories, found once.
+    confined: Arc<OnceCell<Sandbox>>,
 }
 
 /// What a finished git command left behind.
@@ -122,17 +135,58 @@ pub enum GitError {
     /// Starting git failed for another reason.
     #[error("cannot run `{0}`: {1}")]
     Spawn(String, String),
+    /// The sandbox refused to start git (it cannot be enforced here).
+    #[error("{0}")]
+    Sandbox(String),
 }
 
 impl Git {
     /// A runner for `binary` (a name looked up on `PATH`, or a path) acting
-    /// on the repository that contains `root`.
-    pub fn new(binary: PathBuf, root: &Path) -> Self {
+    /// on the repository that contains `root`; commands that may run hooks
+    /// run in `sandbox`.
+    pub fn new(binary: PathBuf, root: &Path, sandbox: Sandbox) -> Self {
         Self {
             binary,
             root: root.to_path_buf(),
             read_only: false,
+            sandbox,
+            confined: Arc::new(OnceCell::new()),
         }
+    }
+
+    /// The sandbox for commands that may run hooks, with the repository's
+    /// git directories (asked of git once, read-only).
+    async fn hook_sandbox(&self) -> Sandbox {
+        if self.sandbox.policy().mode == SandboxMode::DangerFullAccess {
+            return self.sandbox.clone();
+        }
+        self.confined
+            .get_or_init(|| async {
+                let asked = self
+                    .read_only()
+                    .exec(
+                        vec![
+                            "rev-parse".into(),
+                            "--absolute-git-dir".into(),
+                            "--git-common-dir".into(),
+                        ],
+                        Vec::new(),
+                        None,
+                    )
+                    .await;
+                let dirs = match asked {
+                    Ok(out) if out.code == 0 => out
+                        .stdout
+                        .lines()
+                        .filter(|l| !l.is_empty())
+                        .filter_map(|l| self.root.join(l).canonicalize().ok())
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                self.sandbox.with_git_dirs(dirs)
+            })
+            .await
+            .clone()
     }
 
     /// The same git for read-only commands: nothing the repository
@@ -154,7 +208,7 @@ impl Git {
             r"^filter\..*\.(clean|smudge|process)$",
         ];
         let out = self
-            .exec(args.iter().map(OsString::from).collect(), Vec::new())
+            .exec(args.iter().map(OsString::from).collect(), Vec::new(), None)
             .await?;
         let mut options = Vec::new();
         for name in out.stdout.lines().filter(|l| !l.is_empty()) {
@@ -183,13 +237,20 @@ impl Git {
                 args.splice(1..1, ["--no-ext-diff".into(), "--no-textconv".into()]);
             }
         }
-        self.exec(args, hardening).await
+        let sandbox = if self.read_only {
+            None
+        } else {
+            Some(self.hook_sandbox().await)
+        };
+        self.exec(args, hardening, sandbox).await
     }
 
+    /// Runs git with `args`; in `sandbox` when one is given.
     async fn exec(
         &self,
         args: Vec<OsString>,
         hardening: Vec<OsString>,
+        sandbox: Option<Sandbox>,
     ) -> Result<GitOutput, GitError> {
         let shown = shown_command(&args);
         let mut command = spawn::command(&self.binary, &EnvPolicy::ScrubSecrets);
@@ -218,6 +279,14 @@ impl Git {
         }
         if self.read_only {
             command.env_remove("GIT_EXTERNAL_DIFF");
+        }
+        let mut warning = None;
+        if let Some(sandbox) = &sandbox {
+            match sandbox.confine(&mut command) {
+                Ok(Confined::Fully) => {}
+                Ok(Confined::Partly(w)) => warning = Some(w),
+                Err(refusal) => return Err(GitError::Sandbox(refusal)),
+            }
         }
         // The tree is killed when this function returns, however it does:
         // nothing git or a hook started outlives the command.
@@ -256,11 +325,20 @@ impl Git {
         .map_err(|_| GitError::TimedOut(shown.clone()))?
         .map_err(|e| GitError::Spawn(self.binary.display().to_string(), e.to_string()))?;
         drop(tree);
-        let out = GitOutput {
+        let mut out = GitOutput {
             code: status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&stdout).into_owned(),
             stderr: String::from_utf8_lossy(&stderr).into_owned(),
         };
+        if let Some(sandbox) = &sandbox {
+            let said = format!("{}{}", out.stderr, out.stdout);
+            if let Some(note) = sandbox.explain_failure(out.code == 0, &said) {
+                out.stderr.push_str(&format!("\n{note}"));
+            }
+            if let Some(warning) = warning {
+                out.stderr = format!("{warning}\n{}", out.stderr);
+            }
+        }
         if out.code != 0
             && out
                 .stderr

@@ -20,6 +20,13 @@
 //! - no orphans, ever: tasks die with the server however it ends (a reaper
 //!   process kills every tree when this process is gone, even after
 //!   SIGKILL);
+//! - every command runs in the kit's sandbox ([`mcp_tools::spawn::Sandbox`],
+//!   default `workspace-write` with the network off): the kernel refuses
+//!   writes outside the root, the temp directory and configured paths, and
+//!   to `.git/hooks`, `.git/config` and `.nanohermes`; a failure that looks
+//!   like its refusal ends with a note naming the mode and how the user
+//!   widens it; where the kernel cannot enforce it, commands are refused or
+//!   run with a warning, as configured, never silently;
 //! - a non-zero exit is a normal result; output is clamped to
 //!   `--max-output` keeping each stream's head and tail, and buffered in
 //!   bounded memory however much a command prints;
@@ -37,6 +44,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_tools::ToolContext;
+use mcp_tools::spawn::{Sandbox, SandboxPolicy};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
@@ -83,14 +91,24 @@ pub struct TaskIdArgs {
 #[derive(Clone)]
 pub struct ShellServer {
     ctx: Arc<ToolContext>,
+    sandbox: Sandbox,
     tasks: Arc<Tasks>,
     tool_router: ToolRouter<Self>,
 }
 
 #[tool_router]
 impl ShellServer {
-    /// A shell server acting inside `ctx`'s workspace.
+    /// A shell server acting inside `ctx`'s workspace, its commands in the
+    /// default sandbox (`workspace-write`, network off).
     pub fn new(ctx: ToolContext) -> Self {
+        Self::with_sandbox(ctx, SandboxPolicy::default())
+    }
+
+    /// A shell server whose commands run under `policy`. When the kernel
+    /// cannot enforce all of it, its instructions say so, and so does its
+    /// host once at start ([`Sandbox::startup_warning`]).
+    pub fn with_sandbox(ctx: ToolContext, policy: SandboxPolicy) -> Self {
+        let sandbox = Sandbox::new(policy, ctx.workspace.root());
         // Orphans of commands come back to this process, to be killed with
         // their tree and reaped; without it they are still found by marker.
         if let Err(e) = mcp_tools::spawn::become_subreaper() {
@@ -99,9 +117,15 @@ impl ShellServer {
         let buffer_limit = ctx.max_output.max(32 * 1024) * 4;
         Self {
             ctx: Arc::new(ctx),
-            tasks: Arc::new(Tasks::new(buffer_limit)),
+            tasks: Arc::new(Tasks::new(buffer_limit, sandbox.clone())),
+            sandbox,
             tool_router: Self::tool_router(),
         }
+    }
+
+    /// The sandbox every command runs in.
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
     }
 
     /// Kills every background task's process tree now (also done when the
@@ -136,6 +160,7 @@ impl ShellServer {
         run::run_command(
             &args.command,
             &cwd,
+            &self.sandbox,
             Duration::from_secs(secs),
             self.ctx.max_output,
             async move { cancelled.cancelled().await },
@@ -158,9 +183,10 @@ impl ShellServer {
         if args.command.trim().is_empty() {
             return Err("command is empty: give a shell command line".to_string());
         }
-        let (id, pgid) = self.tasks.start(&args.command, self.ctx.workspace.root())?;
+        let (id, pgid, warning) = self.tasks.start(&args.command, self.ctx.workspace.root())?;
+        let warning = warning.map(|w| format!("{w}\n")).unwrap_or_default();
         Ok(format!(
-            "started task {id} (process group {pgid}): {}\nRead its output with task_output {{\"id\": {id}}}; stop it with task_kill.",
+            "{warning}started task {id} (process group {pgid}): {}\nRead its output with task_output {{\"id\": {id}}}; stop it with task_kill.",
             args.command
         ))
     }
@@ -216,10 +242,12 @@ impl ServerHandler for ShellServer {
                 env!("CARGO_PKG_NAME"),
                 env!("CARGO_PKG_VERSION"),
             ))
-            .with_instructions(
+            .with_instructions(format!(
                 "Run shell commands in the workspace: `run_command` waits for a command (timeout 120 s by default), \
                  `task_start`/`task_output`/`task_kill` manage long-running background commands. \
-                 Every command runs in its own process group and nothing it starts outlives it.",
-            )
+                 Every command runs in its own process group and nothing it starts outlives it. \
+                 Sandbox: {}.",
+                self.sandbox.status()
+            ))
     }
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;
 use tokio::process::Child;
 
-use mcp_tools::spawn::{self, EnvPolicy, ProcessTree};
+use mcp_tools::spawn::{self, Confined, EnvPolicy, ProcessTree, Sandbox};
 
 use crate::capture::Captured;
 
@@ -20,17 +20,29 @@ use crate::capture::Captured;
 /// past that, and it is not waited for.
 pub const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
+/// A started `sh -c`: the child, its tree, and the sandbox's warning when
+/// it runs with less than its policy asks (`sandbox_unavailable = "warn"`).
+pub type Started = (Child, ProcessTree, Option<String>);
+
 /// Spawns `sh -c command` in `cwd` through the kit: its own process group,
 /// secrets scrubbed from the environment, stdin from /dev/null, stdout and
-/// stderr piped.
-pub fn spawn_sh(command: &str, cwd: &Path) -> std::io::Result<(Child, ProcessTree)> {
+/// stderr piped, confined by `sandbox`. The error is for the model: the
+/// sandbox's refusal, or why `sh` did not start.
+pub fn spawn_sh(command: &str, cwd: &Path, sandbox: &Sandbox) -> Result<Started, String> {
     let mut sh = spawn::command("sh", &EnvPolicy::ScrubSecrets);
     sh.arg("-c")
         .arg(command)
         .current_dir(cwd)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    sh.spawn()
+    let warning = match sandbox.confine(&mut sh)? {
+        Confined::Fully => None,
+        Confined::Partly(warning) => Some(warning),
+    };
+    let (child, tree) = sh
+        .spawn()
+        .map_err(|e| format!("cannot start `sh -c`: {e}"))?;
+    Ok((child, tree, warning))
 }
 
 /// Which pipe output came from.
@@ -126,17 +138,18 @@ async fn read_some<R: AsyncReadExt + Unpin>(
 /// model: the exit code (or the timeout), then stdout and stderr, clamped
 /// together to `max_output` bytes keeping each stream's head and tail.
 /// When `cancel` completes first (the MCP request was cancelled), the tree
-/// is killed at once.
+/// is killed at once. A sandbox warning heads the result; a failure that
+/// looks like the sandbox's refusal ends with its note.
 pub async fn run_command(
     command: &str,
     cwd: &Path,
+    sandbox: &Sandbox,
     timeout: Duration,
     max_output: usize,
     cancel: impl Future<Output = ()>,
 ) -> Result<String, String> {
     let started = Instant::now();
-    let (mut child, tree) =
-        spawn_sh(command, cwd).map_err(|e| format!("cannot start `sh -c`: {e}"))?;
+    let (mut child, tree, warning) = spawn_sh(command, cwd, sandbox)?;
     let limit = max_output.max(4096) * 2;
     let mut stdout = Captured::new(limit);
     let mut stderr = Captured::new(limit);
@@ -153,6 +166,10 @@ pub async fn run_command(
     .await;
     drop(tree);
     let mut out = String::new();
+    if let Some(warning) = warning {
+        out.push_str(&warning);
+        out.push('\n');
+    }
     if ended.cancelled {
         out.push_str("cancelled: the command and every process it started were killed\n");
     } else if ended.timed_out {
@@ -164,7 +181,14 @@ pub async fn run_command(
         out.push_str(&describe_status(ended.status));
         out.push_str(&format!(" ({:.1} s)\n", started.elapsed().as_secs_f64()));
     }
-    out.push_str(&render_streams(&stdout, &stderr, max_output));
+    let streams = render_streams(&stdout, &stderr, max_output);
+    let succeeded = ended.status.is_some_and(|s| s.success());
+    let note = sandbox.explain_failure(succeeded, &streams);
+    out.push_str(&streams);
+    if let Some(note) = note {
+        out.push_str(&note);
+        out.push('\n');
+    }
     Ok(out)
 }
 

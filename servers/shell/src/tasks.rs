@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcp_tools::spawn::{ProcessTree, Signal};
+use mcp_tools::spawn::{ProcessTree, Sandbox, Signal};
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
@@ -30,6 +30,7 @@ pub const KILL_GRACE: Duration = Duration::from_secs(2);
 #[derive(Debug)]
 pub struct Tasks {
     buffer_limit: usize,
+    sandbox: Sandbox,
     table: Mutex<Table>,
 }
 
@@ -42,6 +43,7 @@ struct Table {
 #[derive(Debug)]
 struct Task {
     command: String,
+    sandbox: Sandbox,
     started: Instant,
     tree: Arc<ProcessTree>,
     state: Arc<Mutex<TaskState>>,
@@ -58,10 +60,11 @@ struct TaskState {
 
 impl Tasks {
     /// An empty table; each task keeps at most about `buffer_limit` bytes
-    /// of unread output (its head and tail).
-    pub fn new(buffer_limit: usize) -> Self {
+    /// of unread output (its head and tail) and runs under `sandbox`.
+    pub fn new(buffer_limit: usize, sandbox: Sandbox) -> Self {
         Self {
             buffer_limit,
+            sandbox,
             table: Mutex::new(Table {
                 next_id: 1,
                 tasks: BTreeMap::new(),
@@ -69,9 +72,9 @@ impl Tasks {
         }
     }
 
-    /// Starts `command` in `cwd`; returns the task id and the group id.
-    /// Must run inside a tokio runtime.
-    pub fn start(&self, command: &str, cwd: &Path) -> Result<(u32, i32), String> {
+    /// Starts `command` in `cwd`; returns the task id, the group id and
+    /// the sandbox's warning, if any. Must run inside a tokio runtime.
+    pub fn start(&self, command: &str, cwd: &Path) -> Result<(u32, i32, Option<String>), String> {
         let mut table = self.lock();
         let running = table.tasks.values().filter(|t| !t.is_done()).count();
         if running >= MAX_RUNNING {
@@ -80,8 +83,7 @@ impl Tasks {
             ));
         }
         table.forget_finished_beyond(MAX_KEPT - 1);
-        let (mut child, tree) =
-            spawn_sh(command, cwd).map_err(|e| format!("cannot start `sh -c`: {e}"))?;
+        let (mut child, tree, warning) = spawn_sh(command, cwd, &self.sandbox)?;
         let tree = Arc::new(tree);
         let pgid = tree.pgid();
         let state = Arc::new(Mutex::new(TaskState {
@@ -115,6 +117,7 @@ impl Tasks {
             id,
             Arc::new(Task {
                 command: command.to_string(),
+                sandbox: self.sandbox.clone(),
                 started: Instant::now(),
                 tree,
                 state,
@@ -122,7 +125,7 @@ impl Tasks {
                 driver,
             }),
         );
-        Ok((id, pgid))
+        Ok((id, pgid, warning))
     }
 
     /// The task's status line and the output it produced since the last
@@ -210,6 +213,7 @@ impl Task {
                 state.killed_on_request,
             )
         };
+        let failed = status.as_deref().is_some_and(|s| s != "exit code: 0");
         let status = match status {
             None => format!(
                 "running for {} s (process group {})",
@@ -224,8 +228,13 @@ impl Task {
             out.push_str("(no new output)\n");
         } else {
             out.push_str("--- new output\n");
-            out.push_str(&unread.render(budget));
+            let rendered = unread.render(budget);
+            out.push_str(&rendered);
             if !out.ends_with('\n') {
+                out.push('\n');
+            }
+            if let Some(note) = self.sandbox.explain_failure(!failed, &rendered) {
+                out.push_str(&note);
                 out.push('\n');
             }
         }

@@ -17,6 +17,9 @@ use crate::hub::{Hub, ServerState};
 /// tool count after a real handshake, its era, and where it was configured.
 pub async fn list(setup: Setup) -> anyhow::Result<ExitCode> {
     let specs = setup.config.hub.servers.clone();
+    let sandbox =
+        mcp_tools::spawn::Sandbox::new(setup.config.hub.sandbox.clone(), &setup.config.workspace)
+            .status();
     let hub = Hub::start(setup.config.hub).await?;
     let rows: Vec<Vec<String>> = hub
         .status()
@@ -40,7 +43,9 @@ pub async fn list(setup: Setup) -> anyhow::Result<ExitCode> {
         })
         .collect();
     hub.shutdown().await;
-    let text = table(&["NAME", "RUNS", "TOOLS", "ERA", "ORIGIN", "STATUS"], &rows);
+    let mut text = table(&["NAME", "RUNS", "TOOLS", "ERA", "ORIGIN", "STATUS"], &rows);
+    // The shell's commands and git's hooks run in it: say whether it holds.
+    let _ = writeln!(text, "\nsandbox (shell, git hooks, hooks): {sandbox}");
     print(&text)
 }
 
@@ -90,7 +95,7 @@ pub async fn call(
     print(&format!("{text}{newline}"))
 }
 
-fn find<'a>(setup: &'a Setup, name: &str) -> anyhow::Result<&'a ServerSpec> {
+pub(super) fn find<'a>(setup: &'a Setup, name: &str) -> anyhow::Result<&'a ServerSpec> {
     let servers = &setup.config.hub.servers;
     servers.iter().find(|s| s.name == name).with_context(|| {
         let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();

@@ -163,6 +163,14 @@ pub struct Settings {
     pub tool_budget_count: Option<u32>,
     /// Tools never deferred (the last layer that sets it).
     pub always_load_tools: Option<Vec<String>>,
+    /// The commands' sandbox mode (the user's config only).
+    pub sandbox: Option<mcp_tools::spawn::SandboxMode>,
+    /// Commands may use TCP.
+    pub sandbox_network: Option<bool>,
+    /// More paths commands may write, as written.
+    pub sandbox_writable: Option<Vec<String>>,
+    /// Refuse or warn when the sandbox cannot be enforced.
+    pub sandbox_unavailable: Option<mcp_tools::spawn::WhenUnavailable>,
     /// Every server, enabled or not: built-ins first, then in the order
     /// they first appear.
     pub servers: Vec<ServerSpec>,
@@ -445,7 +453,11 @@ fn apply_file(
         tool_search,
         tool_budget_bytes,
         tool_budget_count,
-        always_load_tools
+        always_load_tools,
+        sandbox,
+        sandbox_network,
+        sandbox_writable,
+        sandbox_unavailable
     );
     add_unique(&mut settings.deny, raw.deny.unwrap_or_default());
     for (event, groups) in raw.hooks.unwrap_or_default() {

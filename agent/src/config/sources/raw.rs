@@ -79,6 +79,17 @@ pub struct RawConfig {
     pub tool_budget_count: Option<u32>,
     /// Tools never deferred (`server__tool`, `mcp__server__tool`, `server__*`).
     pub always_load_tools: Option<Vec<String>>,
+    /// The kernel sandbox of shell commands, git hooks and hooks
+    /// [default: "workspace-write"]; Plan and Debug modes use "read-only".
+    pub sandbox: Option<mcp_tools::spawn::SandboxMode>,
+    /// Let sandboxed commands open and accept TCP connections [default: false].
+    pub sandbox_network: Option<bool>,
+    /// More paths sandboxed commands may write in workspace-write, e.g.
+    /// ["~/.cargo", "~/.cache"]; `~/` is your home, a relative path is in the workspace.
+    pub sandbox_writable: Option<Vec<String>>,
+    /// When the kernel cannot enforce the sandbox: "refuse" commands
+    /// [default] or "warn" and run them without it.
+    pub sandbox_unavailable: Option<mcp_tools::spawn::WhenUnavailable>,
     /// The MCP servers, by name; a name's tools are `NAME__TOOL`.
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, RawServer>,
@@ -133,6 +144,19 @@ impl Mode {
         match name {
             "acceptEdits" => Some(Mode::AcceptEdits),
             _ => Mode::ALL.iter().copied().find(|m| m.name() == name),
+        }
+    }
+
+    /// How much a mode lets run without asking: plan < debug < default <
+    /// accept-edits < goal. A `run_task` caller may narrow the server's mode,
+    /// never widen it (a parent agent's model must not lift its own approvals).
+    pub fn permissiveness(self) -> u8 {
+        match self {
+            Mode::Plan => 0,
+            Mode::Debug => 1,
+            Mode::Default => 2,
+            Mode::AcceptEdits => 3,
+            Mode::Goal => 4,
         }
     }
 
@@ -249,6 +273,19 @@ pub struct RawServer {
     pub http_headers: Option<BTreeMap<String, String>>,
     /// HTTP headers whose values come from environment variables (header = "VAR").
     pub env_http_headers: Option<BTreeMap<String, String>>,
+    /// OAuth: a client registered with the server's authorization server
+    /// beforehand (otherwise a Client ID Metadata Document or dynamic registration).
+    pub oauth_client_id: Option<String>,
+    /// OAuth: the variable holding that client's secret.
+    pub oauth_client_secret_env_var: Option<String>,
+    /// OAuth: the HTTPS URL of this client's metadata document, used as the
+    /// client id where the authorization server supports it.
+    pub oauth_client_metadata_url: Option<String>,
+    /// OAuth: the scopes to ask for [default: what the server names].
+    pub oauth_scopes: Option<Vec<String>>,
+    /// OAuth: the loopback port `nanohermes mcp login` listens on for the
+    /// redirect [default: any free port].
+    pub oauth_callback_port: Option<u16>,
     /// Seconds the server has to start and list its tools [default: 10].
     pub startup_timeout_sec: Option<f64>,
     /// Codex's older spelling of the start-up timeout, in milliseconds.
@@ -351,11 +388,31 @@ pub enum FileKind {
 /// Keys a project file may not set, with the reason shown.
 const USER_ONLY: &[&str] = &["projects", "base_url", "api_key_env"];
 
+/// Sandbox keys: only the user widens or narrows what commands may do.
+const SANDBOX_KEYS: &[&str] = &[
+    "sandbox",
+    "sandbox_network",
+    "sandbox_writable",
+    "sandbox_unavailable",
+];
+
 /// Parses one config file; `file` is its name as shown in errors.
 pub fn parse(file: &str, text: &str, kind: FileKind) -> Result<RawConfig, ConfigError> {
     let doc = Located::parse(file, text)?;
     let raw: RawConfig = toml::from_str(text).map_err(|e| doc.explain(&e))?;
     if kind == FileKind::Project {
+        for key in SANDBOX_KEYS {
+            if doc.line(&[key]).is_some() {
+                return Err(doc.error_at(
+                    &[key],
+                    format!(
+                        "{key} is read only from your own config ($NANOHERMES_HOME/config.toml), \
+                         not from a project's: a repository must not loosen the sandbox its \
+                         commands run in; move it to your own config"
+                    ),
+                ));
+            }
+        }
         for key in USER_ONLY {
             if doc.line(&[key]).is_some() {
                 return Err(doc.error_at(
@@ -480,7 +537,8 @@ mod tests {
              max_iterations, max_retries, retry_base_ms, mode, auto_approve, allow, deny, hooks, \
              project_doc_fallback_filenames, max_agent_depth, compact_threshold_chars, \
              compact_keep_messages, memory, tool_search, tool_budget_bytes, tool_budget_count, \
-             always_load_tools, mcp_servers, projects"
+             always_load_tools, sandbox, sandbox_network, sandbox_writable, sandbox_unavailable, \
+             mcp_servers, projects"
         );
     }
 

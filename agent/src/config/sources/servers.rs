@@ -80,6 +80,29 @@ pub struct HttpSpec {
     pub headers: BTreeMap<String, String>,
     /// Headers whose values are read from these variables at connect time.
     pub env_headers: BTreeMap<String, String>,
+    /// The protocol era to speak, when pinned (`nanohermes mcp probe
+    /// --protocol`): no probe, no era cache. `None` probes and remembers.
+    pub era: Option<crate::hub::Era>,
+    /// OAuth client registration and scopes (used when no static token is set).
+    pub oauth: OAuthSpec,
+}
+
+/// The `oauth_*` keys of an HTTP server.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OAuthSpec {
+    /// `oauth_client_id`.
+    pub client_id: Option<String>,
+    /// `oauth_client_secret_env_var`.
+    pub client_secret_env_var: Option<String>,
+    /// The secret itself, given by a caller that has it in hand (the probe,
+    /// from the conformance suite's context); no config key sets it.
+    pub client_secret: Option<String>,
+    /// `oauth_client_metadata_url`.
+    pub client_metadata_url: Option<String>,
+    /// `oauth_scopes`.
+    pub scopes: Vec<String>,
+    /// `oauth_callback_port` (0: any).
+    pub callback_port: u16,
 }
 
 /// How the hub reaches the server.
@@ -172,6 +195,11 @@ pub fn sets_transport(raw: &RawServer) -> bool {
         || raw.bearer_token_env_var.is_some()
         || raw.http_headers.is_some()
         || raw.env_http_headers.is_some()
+        || raw.oauth_client_id.is_some()
+        || raw.oauth_client_secret_env_var.is_some()
+        || raw.oauth_client_metadata_url.is_some()
+        || raw.oauth_scopes.is_some()
+        || raw.oauth_callback_port.is_some()
 }
 
 /// Lays `top` over `base`: settings (timeouts, enabled, required, tool
@@ -221,6 +249,17 @@ pub fn check_raw(name: &str, raw: &RawServer) -> Result<(), (&'static str, Strin
         ("bearer_token_env_var", raw.bearer_token_env_var.is_some()),
         ("http_headers", raw.http_headers.is_some()),
         ("env_http_headers", raw.env_http_headers.is_some()),
+        ("oauth_client_id", raw.oauth_client_id.is_some()),
+        (
+            "oauth_client_secret_env_var",
+            raw.oauth_client_secret_env_var.is_some(),
+        ),
+        (
+            "oauth_client_metadata_url",
+            raw.oauth_client_metadata_url.is_some(),
+        ),
+        ("oauth_scopes", raw.oauth_scopes.is_some()),
+        ("oauth_callback_port", raw.oauth_callback_port.is_some()),
     ]
     .into_iter()
     .find(|(_, set)| *set)
@@ -346,6 +385,11 @@ pub fn check_raw(name: &str, raw: &RawServer) -> Result<(), (&'static str, Strin
                 .map(|v| ("bearer_token_env_var", v)),
         )
         .chain(
+            raw.oauth_client_secret_env_var
+                .iter()
+                .map(|v| ("oauth_client_secret_env_var", v)),
+        )
+        .chain(
             raw.env_http_headers
                 .iter()
                 .flat_map(|m| m.values())
@@ -385,6 +429,15 @@ pub fn resolve(
             bearer_token_env_var: raw.bearer_token_env_var,
             headers: raw.http_headers.unwrap_or_default(),
             env_headers: raw.env_http_headers.unwrap_or_default(),
+            era: None,
+            oauth: OAuthSpec {
+                client_id: raw.oauth_client_id,
+                client_secret_env_var: raw.oauth_client_secret_env_var,
+                client_secret: None,
+                client_metadata_url: raw.oauth_client_metadata_url,
+                scopes: raw.oauth_scopes.unwrap_or_default(),
+                callback_port: raw.oauth_callback_port.unwrap_or(0),
+            },
         })
     } else if let Some(command) = raw.command {
         Transport::Stdio(StdioSpec {

@@ -9,6 +9,7 @@ mod diff;
 mod errors;
 mod log;
 mod readonly;
+mod sandbox;
 mod schema;
 mod status;
 mod stdio;

@@ -1,0 +1,69 @@
+//! Telling the model when a failed command was probably refused by the
+//! sandbox, and what the user can change. Landlock reports nothing to the
+//! parent, so the signal is the command's own words: the errno texts a
+//! refused write or connection produces, in a failed command's output.
+
+use super::{SandboxMode, SandboxPolicy};
+
+/// What a refused write prints (EACCES, EPERM, EROFS, EBUSY on a
+/// protected mount point).
+const WRITE_SIGNS: &[&str] = &[
+    "permission denied",
+    "operation not permitted",
+    "read-only file system",
+    "device or resource busy",
+    "eacces",
+    "eperm",
+    "erofs",
+];
+
+/// What a refused TCP connection or bind prints.
+const NET_SIGNS: &[&str] = &[
+    "permission denied",
+    "couldn't connect",
+    "could not connect",
+    "failed to connect",
+    "connection refused",
+    "network is unreachable",
+    "could not resolve",
+    "eacces",
+];
+
+/// The note for a failed command whose `output` shows a sign of a refused
+/// write or connection, or `None`.
+pub(super) fn note(policy: &SandboxPolicy, output: &str) -> Option<String> {
+    let lower = output.to_ascii_lowercase();
+    let wrote = WRITE_SIGNS.iter().any(|s| lower.contains(s));
+    let connected = !policy.network && NET_SIGNS.iter().any(|s| lower.contains(s));
+    if !wrote && !connected {
+        return None;
+    }
+    let mut what = Vec::new();
+    if wrote {
+        what.push(match policy.mode {
+            SandboxMode::ReadOnly => {
+                "commands may write nothing but their private TMPDIR".to_owned()
+            }
+            _ => "commands may write only inside the workspace, the temp directory and sandbox_writable paths, never .git/hooks, .git/config or .nanohermes".to_owned(),
+        });
+    }
+    if connected {
+        what.push("commands cannot open or accept TCP connections".to_owned());
+    }
+    let mut widen = Vec::new();
+    if wrote && policy.mode == SandboxMode::WorkspaceWrite {
+        widen.push("sandbox_writable = [\"/some/path\"]");
+    }
+    if connected {
+        widen.push("sandbox_network = true");
+    }
+    widen.push("sandbox = \"danger-full-access\"");
+    Some(format!(
+        "note: this command ran in the sandbox ({}), which may have refused it: {}. \
+         Do not work around it; if the task needs more, ask the user to widen the sandbox \
+         in ~/.nanohermes/config.toml ({})",
+        policy.describe(),
+        what.join("; "),
+        widen.join(", or ")
+    ))
+}

@@ -1,0 +1,437 @@
+//! The sandbox for commands: what a shell command, a background task, a
+//! hook or a git hook may write and connect to, enforced by the kernel in
+//! the child between fork and exec.
+//!
+//! Modes, named as Codex names them ([`SandboxMode`]):
+//! - `workspace-write`: read everywhere; write only inside the workspace
+//!   root, the system temp directory, a few devices (`/dev/null`, ttys,
+//!   `/dev/shm`) and the configured extra paths; never `.git/hooks`,
+//!   `.git/config` or `.nanohermes/` inside the root;
+//! - `read-only`: read everywhere; write only a private temp directory
+//!   (also given as `TMPDIR`) and the devices;
+//! - `danger-full-access`: no sandbox.
+//!
+//! With `network` off, no TCP connect or bind (Landlock ABI 4). From ABI 6
+//! a command also cannot signal processes outside its own tree, nor
+//! connect to abstract unix sockets made outside it.
+//!
+//! How: the Landlock ruleset is built before the fork ([`rules`]); in the
+//! child only the async-signal-safe steps remain ([`child`]): a user and
+//! mount namespace in which `.git/hooks`, `.git/config` and `.nanohermes`
+//! are read-only bind mounts and `.git` a mount point (so it cannot be
+//! renamed away), then `landlock_restrict_self`. Landlock alone cannot do
+//! that part: its rules only add rights down a hierarchy, so a root that
+//! may create files lets every directory below it create them too.
+//!
+//! Honest when unavailable: [`Support`] is probed once per process; what
+//! the policy asks and the system cannot enforce is named by
+//! [`Sandbox::status`], and [`Sandbox::confine`] either refuses the
+//! command or runs it with what is there and a warning, as
+//! [`WhenUnavailable`] says. `NANOHERMES_SANDBOX_SIMULATE` (`no-landlock`,
+//! `abi=N`, `no-namespaces`, comma-separated) makes a process believe its
+//! kernel lacks them, for tests.
+//!
+//! Known limits (also in the README): only the root's own `.git` is
+//! protected, not a nested repository's or a submodule's; a `.git` or
+//! `.nanohermes` that is a symlink is not protected; a command that creates
+//! `.git` (`git init`) can write that new repository's hooks until the next
+//! command starts; UDP (DNS) and pathname unix sockets (an ssh agent, the
+//! docker socket) are not restricted.
+
+mod child;
+mod denial;
+mod protect;
+mod rules;
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clap::ValueEnum;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub use support::{SIMULATE_VAR, Support};
+
+use super::SpawnCommand;
+
+/// How far a sandboxed command may write.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Read everywhere; write only in the workspace (not its `.git/hooks`,
+    /// `.git/config`, `.nanohermes`), the temp directory and `sandbox_writable`.
+    #[default]
+    WorkspaceWrite,
+    /// Read everywhere; write only a private temp directory.
+    ReadOnly,
+    /// No sandbox: commands can write anywhere you can.
+    DangerFullAccess,
+}
+
+impl SandboxMode {
+    /// The name written in config files and flags.
+    pub fn name(self) -> &'static str {
+        match self {
+            SandboxMode::WorkspaceWrite => "workspace-write",
+            SandboxMode::ReadOnly => "read-only",
+            SandboxMode::DangerFullAccess => "danger-full-access",
+        }
+    }
+}
+
+/// What happens to a sandboxed command when the kernel cannot enforce
+/// everything its policy asks.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum WhenUnavailable {
+    /// Refuse the command, saying why and what to change.
+    #[default]
+    Refuse,
+    /// Run it with what the kernel can enforce; its result starts with a warning.
+    Warn,
+}
+
+impl WhenUnavailable {
+    /// The name written in config files and flags.
+    pub fn name(self) -> &'static str {
+        match self {
+            WhenUnavailable::Refuse => "refuse",
+            WhenUnavailable::Warn => "warn",
+        }
+    }
+}
+
+/// The sandbox a server applies to every command it starts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct SandboxPolicy {
+    /// How far commands may write.
+    pub mode: SandboxMode,
+    /// Commands may open TCP connections and bind TCP ports.
+    pub network: bool,
+    /// Extra paths commands may write (workspace-write only), absolute.
+    pub writable: Vec<PathBuf>,
+    /// Refuse or warn when the kernel cannot enforce the policy.
+    pub when_unavailable: WhenUnavailable,
+}
+
+impl SandboxPolicy {
+    /// No sandbox at all (`danger-full-access`).
+    pub fn full_access() -> SandboxPolicy {
+        SandboxPolicy {
+            mode: SandboxMode::DangerFullAccess,
+            network: true,
+            ..SandboxPolicy::default()
+        }
+    }
+
+    /// The same policy narrowed to `read-only` (Plan and Debug modes):
+    /// writes only to a private temp directory, whatever the mode was.
+    pub fn narrowed_to_read_only(&self) -> SandboxPolicy {
+        SandboxPolicy {
+            mode: SandboxMode::ReadOnly,
+            writable: Vec::new(),
+            ..self.clone()
+        }
+    }
+
+    /// "workspace-write, network off", as the user configured it.
+    pub fn describe(&self) -> String {
+        match self.mode {
+            SandboxMode::DangerFullAccess => "danger-full-access (no sandbox)".to_owned(),
+            mode => format!(
+                "{}, network {}",
+                mode.name(),
+                if self.network { "on" } else { "off" }
+            ),
+        }
+    }
+
+    /// The flags that give a built-in server run as a child process
+    /// (`--sandbox …`) this policy; see [`SandboxArgs`].
+    pub fn to_args(&self) -> Vec<String> {
+        let mut args = vec!["--sandbox".to_owned(), self.mode.name().to_owned()];
+        if self.network {
+            args.push("--sandbox-network".to_owned());
+        }
+        for path in &self.writable {
+            args.push("--sandbox-writable".to_owned());
+            args.push(path.display().to_string());
+        }
+        args.push("--sandbox-unavailable".to_owned());
+        args.push(self.when_unavailable.name().to_owned());
+        args
+    }
+}
+
+/// The sandbox flags of the shell and git servers (and `nanohermes
+/// builtin shell|git`). Flatten into a server's `clap::Parser`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SandboxArgs {
+    /// How far commands may write: workspace-write, read-only or danger-full-access.
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = SandboxMode::WorkspaceWrite)]
+    pub sandbox: SandboxMode,
+    /// Let commands open TCP connections and bind TCP ports.
+    #[arg(long)]
+    pub sandbox_network: bool,
+    /// One more path commands may write (workspace-write). Repeatable.
+    #[arg(long, value_name = "PATH")]
+    pub sandbox_writable: Vec<PathBuf>,
+    /// When the kernel cannot enforce the sandbox: refuse commands, or warn and run them.
+    #[arg(long, value_enum, value_name = "WHAT", default_value_t = WhenUnavailable::Refuse)]
+    pub sandbox_unavailable: WhenUnavailable,
+}
+
+impl SandboxArgs {
+    /// The policy these flags describe.
+    pub fn policy(&self) -> SandboxPolicy {
+        SandboxPolicy {
+            mode: self.sandbox,
+            network: self.sandbox_network,
+            writable: self.sandbox_writable.clone(),
+            when_unavailable: self.sandbox_unavailable,
+        }
+    }
+}
+
+/// A policy bound to a workspace root and to what this system supports:
+/// the one object every spawner of commands holds. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    policy: SandboxPolicy,
+    root: PathBuf,
+    support: Support,
+    /// read-only's private temp directory, removed with the last clone.
+    private_tmp: Option<Arc<tempfile::TempDir>>,
+    /// The repository's directories outside `root/.git`: writable, with
+    /// their hooks and config protected.
+    git_dirs: Vec<PathBuf>,
+}
+
+/// What a command runs under, once [`Sandbox::confine`] has set it up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Confined {
+    /// Everything the policy asks is enforced (or the policy asks nothing).
+    Fully,
+    /// Only part of it, or nothing (`sandbox_unavailable = "warn"`): the
+    /// warning belongs at the head of the command's result.
+    Partly(String),
+}
+
+impl Sandbox {
+    /// `policy` for commands in `root`, on this system ([`Support::probe`]).
+    pub fn new(policy: SandboxPolicy, root: &Path) -> Sandbox {
+        Sandbox::with_support(policy, root, Support::probe().clone())
+    }
+
+    /// `policy` for commands in `root` as if the system supported
+    /// `support` (tests simulate an old kernel with it).
+    pub fn with_support(policy: SandboxPolicy, root: &Path, support: Support) -> Sandbox {
+        let private_tmp = (policy.mode == SandboxMode::ReadOnly)
+            .then(|| {
+                tempfile::Builder::new()
+                    .prefix("nanohermes-ro-")
+                    .tempdir()
+                    .map_err(|e| {
+                        tracing::warn!("cannot make the read-only sandbox's temp dir: {e}")
+                    })
+                    .ok()
+            })
+            .flatten()
+            .map(Arc::new);
+        Sandbox {
+            policy,
+            root: root.to_path_buf(),
+            support,
+            private_tmp,
+            git_dirs: Vec::new(),
+        }
+    }
+
+    /// The same sandbox for a repository whose git directories are `dirs`
+    /// (absolute; `git rev-parse --absolute-git-dir --git-common-dir`):
+    /// in workspace-write they are writable like the root, their hooks and
+    /// config protected like `root/.git`'s, so a root below the top of its
+    /// repository, or a worktree, can still commit.
+    pub fn with_git_dirs(&self, dirs: Vec<PathBuf>) -> Sandbox {
+        Sandbox {
+            git_dirs: dirs,
+            ..self.clone()
+        }
+    }
+
+    /// No sandbox (`danger-full-access`), for callers that confine nothing.
+    pub fn full_access(root: &Path) -> Sandbox {
+        Sandbox::with_support(SandboxPolicy::full_access(), root, Support::none())
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &SandboxPolicy {
+        &self.policy
+    }
+
+    /// What the policy asks that this system cannot enforce, one phrase
+    /// each; empty when everything is enforced.
+    pub fn missing(&self) -> Vec<String> {
+        if self.policy.mode == SandboxMode::DangerFullAccess {
+            return Vec::new();
+        }
+        let mut missing = Vec::new();
+        let abi = self.support.landlock_abi;
+        if abi < rules::FS_ABI {
+            missing.push(match abi {
+                0 => "filesystem confinement (this kernel has no Landlock; Linux 6.2 or later with Landlock enabled is needed)".to_owned(),
+                n => format!("filesystem confinement (this kernel has Landlock ABI {n}; ABI {} from Linux 6.2 is needed)", rules::FS_ABI),
+            });
+        }
+        if !self.policy.network && abi < rules::NET_ABI {
+            missing.push(format!(
+                "network off (TCP rules need Landlock ABI {} from Linux 6.7; this kernel has {})",
+                rules::NET_ABI,
+                if abi == 0 {
+                    "none".to_owned()
+                } else {
+                    format!("ABI {abi}")
+                }
+            ));
+        }
+        if self.policy.mode == SandboxMode::WorkspaceWrite
+            && let Err(why) = &self.support.namespaces
+        {
+            missing.push(format!(
+                "write protection of .git/hooks, .git/config and .nanohermes ({why})"
+            ));
+        }
+        if self.policy.mode == SandboxMode::ReadOnly && self.private_tmp.is_none() {
+            missing.push(
+                "the read-only sandbox's private temp directory (it could not be made)".to_owned(),
+            );
+        }
+        missing
+    }
+
+    /// One line for the user and the model: the policy and whether it is
+    /// enforced, e.g. `workspace-write, network off: enforced (Landlock ABI 6)`.
+    pub fn status(&self) -> String {
+        let described = self.policy.describe();
+        if self.policy.mode == SandboxMode::DangerFullAccess {
+            return described;
+        }
+        let missing = self.missing();
+        if missing.is_empty() {
+            return format!(
+                "{described}: enforced by the kernel (Landlock ABI {}{})",
+                self.support.landlock_abi,
+                if self.support.landlock_abi >= rules::SCOPE_ABI {
+                    ", signals and abstract sockets scoped"
+                } else {
+                    ""
+                }
+            );
+        }
+        let action = match self.policy.when_unavailable {
+            WhenUnavailable::Refuse => "commands are refused (sandbox_unavailable = \"refuse\")",
+            WhenUnavailable::Warn => {
+                "commands run without it, with a warning (sandbox_unavailable = \"warn\")"
+            }
+        };
+        format!(
+            "{described}: NOT enforced: {}; {action}",
+            missing.join("; ")
+        )
+    }
+
+    /// The warning to show once at start, when something is not enforced.
+    pub fn startup_warning(&self) -> Option<String> {
+        (!self.missing().is_empty()).then(|| format!("sandbox: {}", self.status()))
+    }
+
+    /// Sets `command` up to run under the policy (call it after its
+    /// `current_dir`). `Err` is the refusal for the model when the policy
+    /// cannot be enforced and `sandbox_unavailable = "refuse"`.
+    pub fn confine(&self, command: &mut SpawnCommand) -> Result<Confined, String> {
+        if self.policy.mode == SandboxMode::DangerFullAccess {
+            return Ok(Confined::Fully);
+        }
+        let missing = self.missing();
+        if !missing.is_empty() && self.policy.when_unavailable == WhenUnavailable::Refuse {
+            return Err(format!(
+                "the command was not run: the sandbox ({}) cannot be enforced on this system: {}. \
+                 Ask the user to set sandbox_unavailable = \"warn\" (run without it, with a warning) \
+                 or sandbox = \"danger-full-access\" in ~/.nanohermes/config.toml",
+                self.policy.describe(),
+                missing.join("; ")
+            ));
+        }
+        let cwd = command
+            .as_std()
+            .get_current_dir()
+            .map_or_else(|| self.root.clone(), Path::to_path_buf);
+        let writable = self.writable_paths();
+        let ruleset = if self.support.landlock_abi >= rules::FS_ABI {
+            let network = self.policy.network || self.support.landlock_abi < rules::NET_ABI;
+            Some(rules::ruleset(
+                self.support.landlock_abi,
+                &writable,
+                network,
+            )?)
+        } else {
+            None
+        };
+        let protect = match (&self.policy.mode, &self.support.namespaces) {
+            (SandboxMode::WorkspaceWrite, Ok(())) => {
+                Some(protect::plan(&self.root, &cwd, &self.git_dirs))
+            }
+            _ => None,
+        };
+        if let Some(tmp) = &self.private_tmp {
+            command.env("TMPDIR", tmp.path());
+        }
+        child::install(command, child::ChildSteps::new(protect, ruleset));
+        if missing.is_empty() {
+            Ok(Confined::Fully)
+        } else {
+            Ok(Confined::Partly(format!(
+                "WARNING: the sandbox ({}) is not fully enforced on this system: {}; the command ran without it (sandbox_unavailable = \"warn\")",
+                self.policy.describe(),
+                missing.join("; ")
+            )))
+        }
+    }
+
+    /// A note for the model when a finished command's output looks like
+    /// the sandbox refused it (a non-zero exit with "Permission denied",
+    /// "Read-only file system", a failed connection while the network is
+    /// off …): which mode it runs in and how the user can widen it.
+    pub fn explain_failure(&self, exit_ok: bool, output: &str) -> Option<String> {
+        if exit_ok || self.policy.mode == SandboxMode::DangerFullAccess {
+            return None;
+        }
+        denial::note(&self.policy, output)
+    }
+
+    /// The writable hierarchies: by mode, then the devices every program
+    /// writes to.
+    fn writable_paths(&self) -> Vec<PathBuf> {
+        let mut paths = Vec::new();
+        match self.policy.mode {
+            SandboxMode::WorkspaceWrite => {
+                paths.push(self.root.clone());
+                paths.extend(self.git_dirs.iter().cloned());
+                paths.push(std::env::temp_dir());
+                paths.extend(self.policy.writable.iter().cloned());
+                paths.push(PathBuf::from("/dev/shm"));
+            }
+            SandboxMode::ReadOnly => {
+                paths.extend(self.private_tmp.iter().map(|t| t.path().to_path_buf()))
+            }
+            SandboxMode::DangerFullAccess => {}
+        }
+        paths.extend(rules::DEVICES.iter().map(PathBuf::from));
+        paths
+    }
+}
