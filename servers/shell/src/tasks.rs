@@ -49,6 +49,17 @@ struct Task {
     state: Arc<Mutex<TaskState>>,
     done: watch::Receiver<bool>,
     driver: AbortHandle,
+    /// The sandbox note for output read so far that looked refused, until
+    /// a failed status shows it: the refusal may be read in an earlier
+    /// `task_output` than the exit.
+    denial: Mutex<Denial>,
+}
+
+/// Whether a task's output looked refused by the sandbox, and whether that was said.
+#[derive(Debug, Default)]
+struct Denial {
+    note: Option<String>,
+    said: bool,
 }
 
 #[derive(Debug)]
@@ -123,6 +134,7 @@ impl Tasks {
                 state,
                 done,
                 driver,
+                denial: Mutex::default(),
             }),
         );
         Ok((id, pgid, warning))
@@ -233,9 +245,18 @@ impl Task {
             if !out.ends_with('\n') {
                 out.push('\n');
             }
-            if let Some(note) = self.sandbox.explain_failure(!failed, &rendered) {
-                out.push_str(&note);
+            // Judged as if failed: the exit may come in a later read.
+            let mut denial = lock(&self.denial);
+            if denial.note.is_none() {
+                denial.note = self.sandbox.explain_failure(false, &rendered);
+            }
+        }
+        let mut denial = lock(&self.denial);
+        if failed && !denial.said {
+            if let Some(note) = &denial.note {
+                out.push_str(note);
                 out.push('\n');
+                denial.said = true;
             }
         }
         out
