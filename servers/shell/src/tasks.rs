@@ -252,12 +252,13 @@ impl Task {
             }
         }
         let mut denial = lock(&self.denial);
-        if failed && !denial.said {
-            if let Some(note) = &denial.note {
-                out.push_str(note);
-                out.push('\n');
-                denial.said = true;
-            }
+        if failed
+            && !denial.said
+            && let Some(note) = denial.note.clone()
+        {
+            out.push_str(&note);
+            out.push('\n');
+            denial.said = true;
         }
         out
     }
