@@ -408,6 +408,7 @@ impl<T: ToolBox> Agent<T> {
             ));
             Outcome::IterationLimit
         };
+        ui.settled();
         if completed && used_tools {
             self.distil_memories(ui).await;
         }

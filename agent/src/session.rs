@@ -155,6 +155,17 @@ pub fn save_to(path: &Path, file: &SessionFile) -> std::io::Result<()> {
 /// mode 0600, in a directory created 0700 if missing: how sessions and
 /// task handles (which hold what the model saw) are kept.
 pub fn write_private_json<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
+    write_private_json_with(path, value, mcp_tools::Durability::PowerLoss)
+}
+
+/// [`write_private_json`], fsynced only when `durability` asks: a session
+/// rewritten at every step needs to survive the agent being killed, which
+/// needs no fsync; the run's last write is fsynced ([`Keeper`]).
+pub fn write_private_json_with<T: Serialize>(
+    path: &Path,
+    value: &T,
+    durability: mcp_tools::Durability,
+) -> std::io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     if let Some(dir) = path
         .parent()
@@ -167,7 +178,7 @@ pub fn write_private_json<T: Serialize>(path: &Path, value: &T) -> std::io::Resu
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
     }
     let bytes = serde_json::to_vec(value).map_err(std::io::Error::other)?;
-    mcp_tools::write_atomic(path, &bytes, 0o600)
+    mcp_tools::write_atomic_with(path, &bytes, 0o600, durability)
 }
 
 /// Whether `id` may name a session file: 1 to 64 ASCII letters, digits
@@ -475,6 +486,16 @@ impl<U: crate::ui::Ui> Keeper<U> {
     pub fn id(&self) -> &str {
         &self.file.id
     }
+
+    /// Writes the file as it stands, saying so when that fails.
+    fn write(&mut self, durability: mcp_tools::Durability) {
+        if let Err(e) = write_private_json_with(&self.path, &self.file, durability) {
+            self.inner.notice(&format!(
+                "cannot write session {}: {e}",
+                self.path.display()
+            ));
+        }
+    }
 }
 
 impl<U: crate::ui::Ui> crate::ui::Ui for Keeper<U> {
@@ -512,12 +533,12 @@ impl<U: crate::ui::Ui> crate::ui::Ui for Keeper<U> {
         if let Some(surfaced) = &self.surfaced {
             self.file.surfaced = surfaced.names();
         }
-        if let Err(e) = save_to(&self.path, &self.file) {
-            self.inner.notice(&format!(
-                "cannot write session {}: {e}",
-                self.path.display()
-            ));
-        }
+        self.write(mcp_tools::Durability::ProcessDeath);
         self.inner.checkpoint(messages);
+    }
+
+    fn settled(&mut self) {
+        self.write(mcp_tools::Durability::PowerLoss);
+        self.inner.settled();
     }
 }

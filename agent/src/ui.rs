@@ -31,6 +31,10 @@ pub trait Ui: Send {
     /// history here, every call answered. Where sessions are kept, this is
     /// where they are written.
     fn checkpoint(&mut self, _messages: &[Value]) {}
+    /// The run is over (done, interrupted or at its iteration limit): what
+    /// the checkpoints wrote for a killed process must now survive a
+    /// crash too (sessions are fsynced here, not at every step).
+    fn settled(&mut self) {}
 }
 
 /// A borrowed `Ui` is a `Ui` (so decorators such as the session keeper
@@ -56,6 +60,9 @@ impl<U: Ui + ?Sized> Ui for &mut U {
     }
     fn checkpoint(&mut self, messages: &[Value]) {
         (**self).checkpoint(messages);
+    }
+    fn settled(&mut self) {
+        (**self).settled();
     }
 }
 

@@ -38,6 +38,30 @@ const PRIVATE_MODE: u32 = 0o600;
 /// gone. An error from the final directory fsync means the new content is
 /// in place but its durability across a crash is not guaranteed.
 pub fn write_atomic(path: &Path, contents: &[u8], new_file_mode: u32) -> io::Result<()> {
+    write_atomic_with(path, contents, new_file_mode, Durability::PowerLoss)
+}
+
+/// What a replaced file must survive, which decides whether it is fsynced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// The writer's own death (SIGKILL, a panic, a closed terminal): the
+    /// renamed file is in the page cache, which outlives the process, so no
+    /// fsync is needed. For files rewritten at every step of a run, where
+    /// two fsyncs would cost more than the step itself.
+    ProcessDeath,
+    /// A power loss or kernel crash too: the file and then its directory
+    /// are fsynced.
+    PowerLoss,
+}
+
+/// [`write_atomic`], fsynced only when `durability` asks for it: the same
+/// atomic replacement either way (a reader sees the old file or the new one).
+pub fn write_atomic_with(
+    path: &Path,
+    contents: &[u8],
+    new_file_mode: u32,
+    durability: Durability,
+) -> io::Result<()> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -70,6 +94,9 @@ pub fn write_atomic(path: &Path, contents: &[u8], new_file_mode: u32) -> io::Res
         // fchmod on the open handle sets the exact bits (no umask).
         temp.as_file()
             .set_permissions(std::fs::Permissions::from_mode(mode))?;
+    }
+    if durability == Durability::ProcessDeath {
+        return temp.persist(path).map(drop).map_err(|e| e.error);
     }
     temp.as_file().sync_all()?;
     temp.persist(path).map_err(|e| e.error)?;
@@ -114,6 +141,19 @@ mod tests {
         write_atomic(&path, b"two", DEFAULT_FILE_MODE).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"two");
         assert_eq!(names(dir.path()), ["f.txt"]);
+    }
+
+    #[test]
+    fn an_unsynced_write_is_the_same_replacement_with_the_same_modes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.json");
+        write_atomic_with(&path, b"one", 0o600, Durability::ProcessDeath).unwrap();
+        assert_eq!(mode(&path), 0o600);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_atomic_with(&path, b"two", 0o600, Durability::ProcessDeath).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
+        assert_eq!(mode(&path), 0o640);
+        assert_eq!(names(dir.path()), ["session.json"]);
     }
 
     #[test]

@@ -15,6 +15,7 @@ use super::run_task::RunUsage;
 use crate::llm::ToolCall;
 use crate::session::{SessionFile, SessionStore};
 use crate::ui::Ui;
+use mcp_tools::Durability;
 
 /// Longest argument summary in a step line.
 const SUMMARY: usize = 60;
@@ -83,7 +84,7 @@ impl ServeUi {
     pub fn finish(&mut self, usage: RunUsage) {
         if let Some(session) = &mut self.session {
             session.file.usage = usage;
-            save(session);
+            save(session, Durability::PowerLoss);
         }
     }
 }
@@ -106,17 +107,17 @@ impl Ui for ServeUi {
     fn checkpoint(&mut self, messages: &[Value]) {
         if let Some(session) = &mut self.session {
             session.file.messages = messages.get(1..).unwrap_or_default().to_vec();
-            save(session);
+            save(session, Durability::ProcessDeath);
         }
     }
 }
 
-fn save(session: &SessionWriter) {
-    if let Err(e) = session.store.save(&session.file) {
-        tracing::warn!(
-            "cannot write session {}: {e}",
-            session.store.path(&session.file.id).display()
-        );
+/// Writes the session; a step's write needs only survive this process
+/// (no fsync), the run's last write ([`ServeUi::finish`]) a crash too.
+fn save(session: &SessionWriter, durability: Durability) {
+    let path = session.store.path(&session.file.id);
+    if let Err(e) = crate::session::write_private_json_with(&path, &session.file, durability) {
+        tracing::warn!("cannot write session {}: {e}", path.display());
     }
 }
 
