@@ -400,6 +400,7 @@ fn sandbox_policy(
         network: settings.sandbox_network.unwrap_or(false),
         writable,
         when_unavailable: settings.sandbox_unavailable.unwrap_or_default(),
+        temp_dir: None,
     };
     if matches!(mode, Mode::Plan | Mode::Debug) {
         policy.narrowed_to_read_only()

@@ -35,10 +35,20 @@ fn dirs() -> Dirs {
     }
 }
 
+/// The temp directory the tests' sandboxes may write: one of their own,
+/// since the checkout (and so every test directory) may lie under `/tmp`.
+static OWN_TEMP: std::sync::LazyLock<tempfile::TempDir> =
+    std::sync::LazyLock::new(|| tempfile::tempdir().unwrap());
+
+fn own_temp() -> PathBuf {
+    OWN_TEMP.path().canonicalize().unwrap()
+}
+
 fn policy(mode: SandboxMode, network: bool) -> SandboxPolicy {
     SandboxPolicy {
         mode,
         network,
+        temp_dir: Some(own_temp()),
         ..SandboxPolicy::default()
     }
 }
@@ -129,11 +139,14 @@ async fn a_symlink_inside_the_root_does_not_lead_out() {
 #[tokio::test]
 async fn the_system_temp_dir_is_writable_in_workspace_write_only() {
     let dirs = dirs();
-    let script = "f=$(mktemp -p /tmp) && echo x > \"$f\" && cat \"$f\" && rm \"$f\"";
-    let (ok, out) = run(&workspace_write(&dirs), &dirs, script).await;
+    let script = format!(
+        "f=$(mktemp -p '{}') && echo x > \"$f\" && cat \"$f\" && rm \"$f\"",
+        own_temp().display()
+    );
+    let (ok, out) = run(&workspace_write(&dirs), &dirs, &script).await;
     assert!(ok && out == "x\n", "{out}");
     let read_only = Sandbox::new(policy(SandboxMode::ReadOnly, false), &dirs.root);
-    let (ok, out) = run(&read_only, &dirs, script).await;
+    let (ok, out) = run(&read_only, &dirs, &script).await;
     assert!(!ok, "{out}");
 }
 

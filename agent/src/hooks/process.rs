@@ -100,12 +100,17 @@ mod tests {
 
     #[tokio::test]
     async fn a_hook_is_confined_like_the_shell() {
-        // Not under the system temp dir, which workspace-write may write.
-        let base = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let base = tempfile::tempdir().unwrap();
         let root = base.path().canonicalize().unwrap().join("ws");
         std::fs::create_dir(&root).unwrap();
         let outside = base.path().join("outside");
-        let sandbox = Sandbox::new(SandboxPolicy::default(), &root);
+        // A temp directory of its own, not the system one `base` is in.
+        let own_temp = tempfile::tempdir().unwrap();
+        let policy = SandboxPolicy {
+            temp_dir: Some(own_temp.path().to_path_buf()),
+            ..SandboxPolicy::default()
+        };
+        let sandbox = Sandbox::new(policy, &root);
         let script = format!("echo in > inside; echo x > '{}'", outside.display());
         let finished = run(&script, b"{}", &root, Duration::from_secs(30), &sandbox).await;
         let Finished::Exited { code, stderr, .. } = finished else {

@@ -16,6 +16,19 @@ use serde_json::json;
 
 /// A root and a sibling under the target directory (the system temp
 /// directory is writable in workspace-write).
+/// The temp directory the tests' sandboxes may write: one of their own,
+/// since the checkout (and so every test directory) may lie under `/tmp`.
+static OWN_TEMP: std::sync::LazyLock<tempfile::TempDir> =
+    std::sync::LazyLock::new(|| tempfile::tempdir().unwrap());
+
+/// The default policy, with the tests' own temp directory.
+fn test_policy() -> SandboxPolicy {
+    SandboxPolicy {
+        temp_dir: Some(OWN_TEMP.path().to_path_buf()),
+        ..SandboxPolicy::default()
+    }
+}
+
 fn dirs() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let base = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let path = base.path().canonicalize().unwrap();
@@ -33,7 +46,7 @@ async fn connect(root: &Path, policy: SandboxPolicy) -> RunningService<RoleClien
 #[tokio::test]
 async fn a_refused_write_keeps_its_output_and_exit_code_and_gets_a_note() {
     let (_base, root, sibling) = dirs();
-    let client = connect(&root, SandboxPolicy::default()).await;
+    let client = connect(&root, test_policy()).await;
     let command = format!("echo before; echo x > '{}/f'", sibling.display());
     let (text, is_error) = call(&client, "run_command", json!({"command": command})).await;
     assert!(!is_error);
@@ -56,7 +69,7 @@ async fn a_refused_write_keeps_its_output_and_exit_code_and_gets_a_note() {
 #[tokio::test]
 async fn an_ordinary_build_in_the_workspace_still_runs_without_a_note() {
     let (_base, root, _sibling) = dirs();
-    let client = connect(&root, SandboxPolicy::default()).await;
+    let client = connect(&root, test_policy()).await;
     let command = "mkdir build && echo x > build/out && cat build/out";
     let (text, _) = call(&client, "run_command", json!({"command": command})).await;
     assert!(
@@ -68,7 +81,7 @@ async fn an_ordinary_build_in_the_workspace_still_runs_without_a_note() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_background_task_is_confined_the_same_way() {
     let (_base, root, sibling) = dirs();
-    let client = connect(&root, SandboxPolicy::default()).await;
+    let client = connect(&root, test_policy()).await;
     let command = format!(
         "echo x > inside; echo x > '{}/f'; printf '#!/bin/sh\\n' > .git-hook-test; exit 3",
         sibling.display()
@@ -106,7 +119,7 @@ fn futures_lite_block<F: Future<Output = (String, bool)>>(f: F) -> String {
 #[tokio::test]
 async fn plan_and_debug_read_only_writes_nothing_in_the_root() {
     let (_base, root, _sibling) = dirs();
-    let policy = SandboxPolicy::default().narrowed_to_read_only();
+    let policy = test_policy().narrowed_to_read_only();
     let client = connect(&root, policy).await;
     let (text, _) = call(
         &client,
@@ -124,7 +137,7 @@ async fn plan_and_debug_read_only_writes_nothing_in_the_root() {
 #[tokio::test]
 async fn the_sandbox_status_is_in_the_server_instructions() {
     let (_base, root, _sibling) = dirs();
-    let client = connect(&root, SandboxPolicy::default()).await;
+    let client = connect(&root, test_policy()).await;
     let info = client.peer_info().unwrap();
     let instructions = info.instructions.clone().unwrap_or_default();
     assert!(

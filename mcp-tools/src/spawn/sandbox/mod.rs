@@ -117,6 +117,11 @@ pub struct SandboxPolicy {
     pub writable: Vec<PathBuf>,
     /// Refuse or warn when the kernel cannot enforce the policy.
     pub when_unavailable: WhenUnavailable,
+    /// The temp directory commands may write in workspace-write; `None`
+    /// is the system's ([`std::env::temp_dir`]). Tests point it at a
+    /// directory of their own: a checkout (and so every test directory)
+    /// may itself lie under `/tmp`.
+    pub temp_dir: Option<PathBuf>,
 }
 
 impl SandboxPolicy {
@@ -194,6 +199,7 @@ impl SandboxArgs {
             network: self.sandbox_network,
             writable: self.sandbox_writable.clone(),
             when_unavailable: self.sandbox_unavailable,
+            temp_dir: None,
         }
     }
 }
@@ -422,7 +428,12 @@ impl Sandbox {
             SandboxMode::WorkspaceWrite => {
                 paths.push(self.root.clone());
                 paths.extend(self.git_dirs.iter().cloned());
-                paths.push(std::env::temp_dir());
+                paths.push(
+                    self.policy
+                        .temp_dir
+                        .clone()
+                        .unwrap_or_else(std::env::temp_dir),
+                );
                 paths.extend(self.policy.writable.iter().cloned());
                 paths.push(PathBuf::from("/dev/shm"));
             }

@@ -4,13 +4,13 @@
 
 use serde_json::json;
 
-use crate::support::{Repo, client, ok};
+use crate::support::{Repo, client_with_policy, ok};
 
 #[tokio::test]
 async fn a_pre_commit_hook_is_confined_and_the_commit_still_records() {
     let repo = Repo::new();
     repo.write("a.txt", "a\n");
-    // Outside the workspace and outside the system temp directory.
+    // Outside the workspace and outside the sandbox's temp directory.
     let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let target = outside.path().join("escaped");
     repo.hook(
@@ -22,7 +22,13 @@ async fn a_pre_commit_hook_is_confined_and_the_commit_still_records() {
         ),
     );
     let config_before = std::fs::read_to_string(repo.path().join(".git/config")).unwrap();
-    let client = client(repo.path()).await;
+    // A temp directory of its own: the checkout may lie under /tmp.
+    let own_temp = tempfile::tempdir().unwrap();
+    let policy = mcp_tools::spawn::SandboxPolicy {
+        temp_dir: Some(own_temp.path().to_path_buf()),
+        ..mcp_tools::spawn::SandboxPolicy::default()
+    };
+    let client = client_with_policy(repo.path(), policy).await;
     ok(
         &client,
         "git_commit",

@@ -91,6 +91,19 @@ pub async fn client(root: &Path) -> RunningService<RoleClient, ()> {
     server_client(GitServer::new(ToolContext::new(root).unwrap())).await
 }
 
+/// Same, with commits (and their hooks) sandboxed by `policy`.
+pub async fn client_with_policy(
+    root: &Path,
+    policy: mcp_tools::spawn::SandboxPolicy,
+) -> RunningService<RoleClient, ()> {
+    server_client(GitServer::with_options(
+        ToolContext::new(root).unwrap(),
+        PathBuf::from("git"),
+        policy,
+    ))
+    .await
+}
+
 /// Same, with an explicit git executable.
 pub async fn client_with_git(root: &Path, git: PathBuf) -> RunningService<RoleClient, ()> {
     server_client(GitServer::with_git_binary(
