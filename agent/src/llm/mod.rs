@@ -119,14 +119,20 @@ pub struct Client {
 impl Client {
     /// Builds the HTTP client (rustls). Does no network IO.
     pub fn new(settings: ModelSettings) -> Result<Client, LlmError> {
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
-            .read_timeout(Duration::from_secs(300))
-            .build()
-            .map_err(|e| LlmError::Connect {
-                base_url: settings.base_url.clone(),
-                reason: innermost(&e),
-            })?;
+            .read_timeout(Duration::from_secs(300));
+        if settings.base_url.starts_with("http://") {
+            // A local model server: no TLS, so no root store. Loading the
+            // system's certificates (rustls-platform-verifier reads every
+            // file in /etc/ssl/certs) was the longest step before the first
+            // request; an https redirect would now fail verification.
+            builder = builder.tls_certs_only([]);
+        }
+        let http = builder.build().map_err(|e| LlmError::Connect {
+            base_url: settings.base_url.clone(),
+            reason: innermost(&e),
+        })?;
         let url = format!(
             "{}/chat/completions",
             settings.base_url.trim_end_matches('/')
