@@ -95,6 +95,14 @@ pub fn main() -> ExitCode {
         return crate::hub::serve_builtin_main(name, args);
     }
     init_logging();
+    if matches!(
+        cli.command,
+        None | Some(Command::Run { .. } | Command::Serve(_))
+    ) {
+        // The sandbox's probe starts a child; it runs while the config
+        // loads and the servers start, off the first request's path.
+        mcp_tools::spawn::sandbox::Support::probe_in_background();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

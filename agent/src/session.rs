@@ -459,6 +459,9 @@ pub struct Keeper<U> {
     path: PathBuf,
     file: SessionFile,
     surfaced: Option<crate::hub::Surfaced>,
+    /// The run's end being made durable, overlapping what follows it
+    /// (memories, hooks, the servers' shutdown); waited for when dropped.
+    syncing: Option<mcp_tools::Syncing>,
 }
 
 impl<U: crate::ui::Ui> Keeper<U> {
@@ -469,6 +472,7 @@ impl<U: crate::ui::Ui> Keeper<U> {
             path: opened.path.clone(),
             file: opened.file.clone(),
             surfaced: None,
+            syncing: None,
         }
     }
 
@@ -537,8 +541,12 @@ impl<U: crate::ui::Ui> crate::ui::Ui for Keeper<U> {
         self.inner.checkpoint(messages);
     }
 
+    /// The run's end survives a power loss too: written now, fsynced on a
+    /// thread while the run winds down (the exit waits for it).
     fn settled(&mut self) {
-        self.write(mcp_tools::Durability::PowerLoss);
+        drop(self.syncing.take());
+        self.write(mcp_tools::Durability::ProcessDeath);
+        self.syncing = Some(mcp_tools::sync_in_background(&self.path));
         self.inner.settled();
     }
 }

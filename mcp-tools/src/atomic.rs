@@ -103,6 +103,63 @@ pub fn write_atomic_with(
     std::fs::File::open(dir)?.sync_all()
 }
 
+/// A file made durable on a thread of its own ([`sync_in_background`]).
+/// [`Syncing::wait`], or dropping it, waits for the fsyncs to finish.
+#[derive(Debug)]
+pub struct Syncing(Option<std::thread::JoinHandle<io::Result<()>>>);
+
+impl Syncing {
+    /// Waits for the fsyncs; their outcome.
+    pub fn wait(mut self) -> io::Result<()> {
+        self.join()
+    }
+
+    fn join(&mut self) -> io::Result<()> {
+        match self.0.take().map(std::thread::JoinHandle::join) {
+            None => Ok(()),
+            Some(Ok(outcome)) => outcome,
+            Some(Err(_)) => Err(io::Error::other("the fsync thread panicked")),
+        }
+    }
+}
+
+impl Drop for Syncing {
+    fn drop(&mut self) {
+        if let Err(e) = self.join() {
+            tracing::warn!("fsync failed: {e}");
+        }
+    }
+}
+
+/// Makes a file already in place (written with [`Durability::ProcessDeath`])
+/// survive a power loss too: fsyncs it, then its directory, on a thread of
+/// its own, so the caller's other work (a shutdown) overlaps the disk's
+/// latency. Keep the returned [`Syncing`] until that must be done.
+pub fn sync_in_background(path: &Path) -> Syncing {
+    let path = path.to_path_buf();
+    let sync = move || -> io::Result<()> {
+        std::fs::File::open(&path)?.sync_all()?;
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        std::fs::File::open(dir)?.sync_all()
+    };
+    match std::thread::Builder::new()
+        .name("nanohermes-fsync".into())
+        .spawn(sync.clone())
+    {
+        Ok(handle) => Syncing(Some(handle)),
+        // No thread: do it here.
+        Err(_) => {
+            if let Err(e) = sync() {
+                tracing::warn!("fsync failed: {e}");
+            }
+            Syncing(None)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +187,20 @@ mod tests {
             .find_map(|l| l.strip_prefix("Umask:"))
             .unwrap();
         u32::from_str_radix(line.trim(), 8).unwrap()
+    }
+
+    #[test]
+    fn a_background_sync_leaves_the_file_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.txt");
+        write_atomic_with(&path, b"one", DEFAULT_FILE_MODE, Durability::ProcessDeath).unwrap();
+        sync_in_background(&path).wait().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"one");
+        assert!(
+            sync_in_background(&dir.path().join("missing"))
+                .wait()
+                .is_err()
+        );
     }
 
     #[test]

@@ -35,7 +35,9 @@ pub mod spawn;
 pub mod testing;
 pub mod workspace;
 
-pub use atomic::{DEFAULT_FILE_MODE, Durability, write_atomic, write_atomic_with};
+pub use atomic::{
+    DEFAULT_FILE_MODE, Durability, Syncing, sync_in_background, write_atomic, write_atomic_with,
+};
 pub use blocking::blocking;
 pub use clamp::{DEFAULT_MAX_OUTPUT, clamp, clamp_head_tail};
 pub use serve::{ServeArgs, ToolContext};

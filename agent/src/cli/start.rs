@@ -37,10 +37,7 @@ pub async fn start_agent(config: Config, opened: &Opened) -> anyhow::Result<Star
     let mode = hooks::mode_name(config.rules.mode);
     let hooks = Hooks::new(&config.rules.hooks, &config.workspace, mode)?
         .with_sandbox(config.hub.sandbox.clone());
-    // Said once at start when the kernel cannot enforce the sandbox.
-    let sandbox_warning =
-        mcp_tools::spawn::Sandbox::new(config.hub.sandbox.clone(), &config.workspace)
-            .startup_warning();
+    let sandbox = mcp_tools::spawn::Sandbox::new(config.hub.sandbox.clone(), &config.workspace);
     // The first request waits this long for slow servers; the rest join,
     // deferred, at a later step.
     let hub_config = crate::hub::HubConfig {
@@ -57,6 +54,10 @@ pub async fn start_agent(config: Config, opened: &Opened) -> anyhow::Result<Star
     // A resumed session's found tools are declared from its first request.
     hub.surface(opened.file.surfaced.clone());
     let client = client.await??;
+    // Said once at start when the kernel cannot enforce the sandbox; asked
+    // after the servers started, so the probe (begun in `cli::main`) ran
+    // beside them.
+    let sandbox_warning = sandbox.startup_warning();
     let connecting = hub.connecting();
     let warnings = hub
         .warnings()

@@ -129,11 +129,9 @@ impl Builtin {
             }),
             Builtin::Web => ("web", |ctx, options| {
                 Box::pin(async move {
-                    // Building the HTTP client reads the system's certificates.
-                    let server = tokio::task::spawn_blocking(move || {
-                        nanohermes_web::WebServer::with_config(ctx, options.fetch_config())
-                    })
-                    .await??;
+                    // Cheap: the HTTP client is built on the first fetch.
+                    let server =
+                        nanohermes_web::WebServer::with_config(ctx, options.fetch_config())?;
                     connect(server).await
                 })
             }),

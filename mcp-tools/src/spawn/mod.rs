@@ -139,6 +139,7 @@ impl SpawnCommand {
     /// Spawns the child; returns it with the tree it leads.
     pub fn spawn(&mut self) -> io::Result<(Child, ProcessTree)> {
         reaper::ensure();
+        subreaper::note_spawn();
         // The leader is registered before the reaping loop can look: it
         // must never collect a status tokio waits for.
         let mut reg = tree::registry();
@@ -163,6 +164,7 @@ impl SpawnCommand {
     /// child's pid and the marker to [`ProcessTree::adopt`] right after.
     pub fn into_command(self) -> (Command, Marker) {
         reaper::ensure();
+        subreaper::note_spawn();
         tree::registry().pending += 1;
         let marker = Marker {
             seq: self.seq,
@@ -190,6 +192,12 @@ impl DerefMut for SpawnCommand {
 /// marker, and with the subreaper every orphan re-parented here). Called on
 /// server exit and agent exit (normal and SIGINT/SIGTERM paths).
 pub fn kill_all_spawned() {
+    // Every spawn starts the reaper first: without one, this process never
+    // started a child through the kit, and reading every /proc entry to
+    // find its marker would only delay the exit.
+    if !reaper::was_needed() {
+        return;
+    }
     let live: Vec<i32> = std::mem::take(&mut tree::registry().live)
         .into_values()
         .collect();

@@ -52,8 +52,9 @@ struct Reaper {
     pid: i32,
 }
 
+static REAPER: OnceLock<Option<Reaper>> = OnceLock::new();
+
 fn reaper() -> Option<&'static Reaper> {
-    static REAPER: OnceLock<Option<Reaper>> = OnceLock::new();
     REAPER
         .get_or_init(|| match start() {
             Ok(reaper) => Some(reaper),
@@ -100,9 +101,15 @@ pub(super) fn ensure() {
     let _ = reaper();
 }
 
-/// The reaper's pid, if it runs.
+/// Whether a spawn ever asked for the reaper: none did when this process
+/// never started a child through the kit, so there is nothing to kill.
+pub(super) fn was_needed() -> bool {
+    REAPER.get().is_some()
+}
+
+/// The reaper's pid, if it runs (asking never starts it).
 pub(super) fn pid() -> Option<i32> {
-    reaper().map(|r| r.pid)
+    REAPER.get()?.as_ref().map(|r| r.pid)
 }
 
 /// Lists group `pgid` for killing if this process dies.
@@ -115,8 +122,10 @@ pub(super) fn forget(pgid: i32) {
     send(&format!("-{pgid}\n"));
 }
 
+/// Writes to a running reaper; never starts one (a kill or a forget with
+/// no reaper has nothing to tell).
 fn send(line: &str) {
-    if let Some(reaper) = reaper() {
+    if let Some(Some(reaper)) = REAPER.get() {
         let mut stdin = reaper.stdin.lock().unwrap_or_else(PoisonError::into_inner);
         let _ = stdin.write_all(line.as_bytes());
     }

@@ -25,6 +25,9 @@ use super::{owner, procfs, tree};
 const REAP_EVERY: Duration = Duration::from_millis(200);
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
+/// A child was spawned while this process was not (yet) a subreaper: its
+/// orphans may have gone to init, where only a marker scan finds them.
+static SPAWNED_UNWATCHED: AtomicBool = AtomicBool::new(false);
 
 /// Makes this process a child subreaper (PR_SET_CHILD_SUBREAPER) so orphans
 /// of its children are re-parented here instead of to init, and reaps them
@@ -52,6 +55,20 @@ pub fn become_subreaper() -> io::Result<()> {
     })
     .clone()
     .map_err(|(kind, text)| io::Error::new(kind, text))
+}
+
+/// Called for every spawn: remembers one made before the subreaper was on.
+pub(crate) fn note_spawn() {
+    if !is_active() {
+        SPAWNED_UNWATCHED.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Whether every spawn so far happened with the subreaper on, so every
+/// orphan of every tree was re-parented here and our descendants are all
+/// there is to find.
+pub(crate) fn watched_every_spawn() -> bool {
+    is_active() && !SPAWNED_UNWATCHED.load(Ordering::SeqCst)
 }
 
 /// Whether [`become_subreaper`] succeeded in this process.

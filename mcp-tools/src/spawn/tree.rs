@@ -209,7 +209,12 @@ fn find(marked: &dyn Fn(&[u8]) -> bool, leader: Option<i32>, scope: Scope) -> BT
             }
         }
     }
-    if !subreaper::is_active() || scope == Scope::Everything {
+    // With the subreaper on since the first spawn, every orphan came back
+    // to us: the walk above found everything, and reading every /proc
+    // entry (milliseconds, at exit) would find nothing more. The reaper
+    // still makes that full pass once this process is gone.
+    if !subreaper::is_active() || (scope == Scope::Everything && !subreaper::watched_every_spawn())
+    {
         let since = owner().start;
         for pid in procfs::all_pids() {
             if pid != me

@@ -25,9 +25,9 @@ fn main() -> ExitCode {
         }
     };
     let server = nanohermes_shell::ShellServer::with_sandbox(ctx, cli.sandbox.policy());
-    if let Some(warning) = server.sandbox().startup_warning() {
-        eprintln!("nanohermes-shell: {warning}");
-    }
+    server
+        .sandbox()
+        .warn_on_stderr_in_background("nanohermes-shell");
     let code = mcp_tools::serve::run("nanohermes-shell", &cli.serve, server);
     // Whatever is still running (a task whose driver never got to kill it)
     // dies with the server.

@@ -2,10 +2,12 @@
 //! redirect limit, timeouts, a size cap read incrementally, and the content
 //! type decided before the body is read.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::redirect::{Attempt, Policy};
 use reqwest::{StatusCode, Url};
+use tokio::sync::OnceCell;
 
 use crate::guard::{AllowedHost, NetworkGuard, Refusal};
 
@@ -192,9 +194,56 @@ pub const TEXT_WIDTH: usize = 100;
 /// An HTTP client with the limits of one [`FetchConfig`].
 #[derive(Debug, Clone)]
 pub struct Fetcher {
-    client: reqwest::Client,
+    /// Built on the first fetch ([`Fetcher::client`]); shared by clones.
+    client: Arc<OnceCell<reqwest::Client>>,
     config: FetchConfig,
     guard: NetworkGuard,
+}
+
+/// The client every fetch goes through: redirects re-checked hop by hop
+/// against the guard, no proxy, the guard's resolver, the config's timeouts
+/// and extra roots.
+fn build_client(
+    config: &FetchConfig,
+    guard: &NetworkGuard,
+) -> Result<reqwest::Client, reqwest::Error> {
+    let max = config.max_redirects;
+    let hop_guard = guard.clone();
+    let policy = Policy::custom(move |attempt: Attempt<'_>| {
+        let target = attempt.url();
+        let from_https = attempt
+            .previous()
+            .last()
+            .is_some_and(|u| u.scheme() == "https");
+        if !matches!(target.scheme(), "http" | "https") {
+            let target = target.to_string();
+            attempt.error(RedirectRefused::Scheme(target))
+        } else if from_https && target.scheme() == "http" {
+            let target = target.to_string();
+            attempt.error(RedirectRefused::Downgrade(target))
+        } else if attempt.previous().len() > max {
+            attempt.error(RedirectRefused::TooMany)
+        } else if let Err(refusal) = hop_guard.check_url(target) {
+            // Literal addresses never reach the resolver: judge them here.
+            let target = target.to_string();
+            attempt.error(RedirectRefused::Address(target, refusal))
+        } else {
+            attempt.follow()
+        }
+    });
+    let mut builder = reqwest::Client::builder();
+    for der in &config.extra_root_certificates {
+        builder = builder.add_root_certificate(reqwest::Certificate::from_der(der)?);
+    }
+    builder
+        .user_agent(concat!("nanohermes-web/", env!("CARGO_PKG_VERSION")))
+        .redirect(policy)
+        // A proxy would connect to the target for us, past the resolver.
+        .no_proxy()
+        .dns_resolver(guard.resolver())
+        .timeout(config.timeout)
+        .connect_timeout(config.connect_timeout)
+        .build()
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -210,52 +259,33 @@ enum RedirectRefused {
 }
 
 impl Fetcher {
-    /// Builds the client. Fails only if the TLS backend cannot start or an
-    /// extra root certificate does not parse.
+    /// A fetcher with `config`'s limits. Fails only if an extra root
+    /// certificate does not parse. The HTTP client itself (whose TLS setup
+    /// reads every system certificate: milliseconds, and a root store in
+    /// memory) is built on the first fetch, so a session that never
+    /// fetches never pays for it.
     pub fn new(config: FetchConfig) -> Result<Self, reqwest::Error> {
-        let max = config.max_redirects;
-        let guard = NetworkGuard::new(config.allow_private_network, config.allowed_hosts.clone());
-        let hop_guard = guard.clone();
-        let policy = Policy::custom(move |attempt: Attempt<'_>| {
-            let target = attempt.url();
-            let from_https = attempt
-                .previous()
-                .last()
-                .is_some_and(|u| u.scheme() == "https");
-            if !matches!(target.scheme(), "http" | "https") {
-                let target = target.to_string();
-                attempt.error(RedirectRefused::Scheme(target))
-            } else if from_https && target.scheme() == "http" {
-                let target = target.to_string();
-                attempt.error(RedirectRefused::Downgrade(target))
-            } else if attempt.previous().len() > max {
-                attempt.error(RedirectRefused::TooMany)
-            } else if let Err(refusal) = hop_guard.check_url(target) {
-                // Literal addresses never reach the resolver: judge them here.
-                let target = target.to_string();
-                attempt.error(RedirectRefused::Address(target, refusal))
-            } else {
-                attempt.follow()
-            }
-        });
-        let mut builder = reqwest::Client::builder();
         for der in &config.extra_root_certificates {
-            builder = builder.add_root_certificate(reqwest::Certificate::from_der(der)?);
+            reqwest::Certificate::from_der(der)?;
         }
-        let client = builder
-            .user_agent(concat!("nanohermes-web/", env!("CARGO_PKG_VERSION")))
-            .redirect(policy)
-            // A proxy would connect to the target for us, past the resolver.
-            .no_proxy()
-            .dns_resolver(guard.resolver())
-            .timeout(config.timeout)
-            .connect_timeout(config.connect_timeout)
-            .build()?;
+        let guard = NetworkGuard::new(config.allow_private_network, config.allowed_hosts.clone());
         Ok(Self {
-            client,
+            client: Arc::new(OnceCell::new()),
             config,
             guard,
         })
+    }
+
+    /// The HTTP client, built on the first call (off the async threads).
+    async fn client(&self) -> Result<&reqwest::Client, reqwest::Error> {
+        self.client
+            .get_or_try_init(|| async {
+                let (config, guard) = (self.config.clone(), self.guard.clone());
+                tokio::task::spawn_blocking(move || build_client(&config, &guard))
+                    .await
+                    .unwrap_or_else(|_| build_client(&self.config, &self.guard))
+            })
+            .await
     }
 
     /// The limits in force.
@@ -284,8 +314,11 @@ impl Fetcher {
                 what: parsed.to_string(),
                 reason,
             })?;
-        let mut response = self
-            .client
+        let client = self
+            .client()
+            .await
+            .map_err(|e| self.transport_error(&parsed, e))?;
+        let mut response = client
             .get(parsed.clone())
             .header(reqwest::header::ACCEPT, ACCEPT)
             .send()

@@ -210,7 +210,9 @@ impl SandboxArgs {
 pub struct Sandbox {
     policy: SandboxPolicy,
     root: PathBuf,
-    support: Support,
+    /// `None`: this system's, probed on first use ([`Support::probe`]), so
+    /// building a sandbox at start-up never waits for the probe's child.
+    support: Option<Support>,
     /// read-only's private temp directory, removed with the last clone.
     private_tmp: Option<Arc<tempfile::TempDir>>,
     /// The repository's directories outside `root/.git`: writable, with
@@ -231,12 +233,16 @@ pub enum Confined {
 impl Sandbox {
     /// `policy` for commands in `root`, on this system ([`Support::probe`]).
     pub fn new(policy: SandboxPolicy, root: &Path) -> Sandbox {
-        Sandbox::with_support(policy, root, Support::probe().clone())
+        Sandbox::build(policy, root, None)
     }
 
     /// `policy` for commands in `root` as if the system supported
     /// `support` (tests simulate an old kernel with it).
     pub fn with_support(policy: SandboxPolicy, root: &Path, support: Support) -> Sandbox {
+        Sandbox::build(policy, root, Some(support))
+    }
+
+    fn build(policy: SandboxPolicy, root: &Path, support: Option<Support>) -> Sandbox {
         let private_tmp = (policy.mode == SandboxMode::ReadOnly)
             .then(|| {
                 tempfile::Builder::new()
@@ -275,6 +281,12 @@ impl Sandbox {
         Sandbox::with_support(SandboxPolicy::full_access(), root, Support::none())
     }
 
+    /// What the system supports: the one given, else the probe's answer
+    /// (waiting for it the first time).
+    fn support(&self) -> &Support {
+        self.support.as_ref().unwrap_or_else(|| Support::probe())
+    }
+
     /// The policy.
     pub fn policy(&self) -> &SandboxPolicy {
         &self.policy
@@ -287,7 +299,7 @@ impl Sandbox {
             return Vec::new();
         }
         let mut missing = Vec::new();
-        let abi = self.support.landlock_abi;
+        let abi = self.support().landlock_abi;
         if abi < rules::FS_ABI {
             missing.push(match abi {
                 0 => "filesystem confinement (this kernel has no Landlock; Linux 6.2 or later with Landlock enabled is needed)".to_owned(),
@@ -306,7 +318,7 @@ impl Sandbox {
             ));
         }
         if self.policy.mode == SandboxMode::WorkspaceWrite
-            && let Err(why) = &self.support.namespaces
+            && let Err(why) = &self.support().namespaces
         {
             missing.push(format!(
                 "write protection of .git/hooks, .git/config and .nanohermes ({why})"
@@ -331,8 +343,8 @@ impl Sandbox {
         if missing.is_empty() {
             return format!(
                 "{described}: enforced by the kernel (Landlock ABI {}{})",
-                self.support.landlock_abi,
-                if self.support.landlock_abi >= rules::SCOPE_ABI {
+                self.support().landlock_abi,
+                if self.support().landlock_abi >= rules::SCOPE_ABI {
                     ", signals and abstract sockets scoped"
                 } else {
                     ""
@@ -354,6 +366,20 @@ impl Sandbox {
     /// The warning to show once at start, when something is not enforced.
     pub fn startup_warning(&self) -> Option<String> {
         (!self.missing().is_empty()).then(|| format!("sandbox: {}", self.status()))
+    }
+
+    /// Prints [`startup_warning`](Self::startup_warning) to stderr as
+    /// `LABEL: WARNING` once the probe has answered, from a thread of its
+    /// own: a server says it at start without waiting for the probe.
+    pub fn warn_on_stderr_in_background(&self, label: &str) {
+        let (sandbox, label) = (self.clone(), label.to_owned());
+        let _ = std::thread::Builder::new()
+            .name("nanohermes-sandbox-warning".into())
+            .spawn(move || {
+                if let Some(warning) = sandbox.startup_warning() {
+                    eprintln!("{label}: {warning}");
+                }
+            });
     }
 
     /// Sets `command` up to run under the policy (call it after its
@@ -378,17 +404,17 @@ impl Sandbox {
             .get_current_dir()
             .map_or_else(|| self.root.clone(), Path::to_path_buf);
         let writable = self.writable_paths();
-        let ruleset = if self.support.landlock_abi >= rules::FS_ABI {
-            let network = self.policy.network || self.support.landlock_abi < rules::NET_ABI;
+        let ruleset = if self.support().landlock_abi >= rules::FS_ABI {
+            let network = self.policy.network || self.support().landlock_abi < rules::NET_ABI;
             Some(rules::ruleset(
-                self.support.landlock_abi,
+                self.support().landlock_abi,
                 &writable,
                 network,
             )?)
         } else {
             None
         };
-        let protect = match (&self.policy.mode, &self.support.namespaces) {
+        let protect = match (&self.policy.mode, &self.support().namespaces) {
             (SandboxMode::WorkspaceWrite, Ok(())) => {
                 Some(protect::plan(&self.root, &cwd, &self.git_dirs))
             }

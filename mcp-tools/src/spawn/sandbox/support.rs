@@ -51,6 +51,18 @@ impl Support {
         })
     }
 
+    /// Starts [`probe`](Self::probe) on a thread of its own and returns at
+    /// once: a program calls it first thing, so the probe's child runs
+    /// while the program loads its config and starts its servers, and the
+    /// first command (or start-up warning) finds the answer ready.
+    pub fn probe_in_background() {
+        let _ = std::thread::Builder::new()
+            .name("nanohermes-sandbox-probe".into())
+            .spawn(|| {
+                Support::probe();
+            });
+    }
+
     /// A system with nothing: no Landlock, no namespaces.
     pub fn none() -> Support {
         Support {
