@@ -151,6 +151,19 @@ impl OAuthHttp {
     }
 }
 
+/// `self.with_authorization` around the inner client's `METHOD(ARGS)`, the
+/// arguments cloned for each attempt (a refusal runs the call again).
+macro_rules! authorized {
+    ($self:ident.$method:ident($($arg:ident),* $(,)?)) => {
+        $self
+            .with_authorization(|c| {
+                $(let $arg = $arg.clone();)*
+                async move { c.$method($($arg),*).await }
+            })
+            .await
+    };
+}
+
 impl StreamableHttpClient for OAuthHttp {
     type Error = reqwest::Error;
 
@@ -162,20 +175,7 @@ impl StreamableHttpClient for OAuthHttp {
         auth_token: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, Error> {
-        self.with_authorization(|c| {
-            let (uri, message, session_id, auth_token, custom_headers) = (
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                auth_token.clone(),
-                custom_headers.clone(),
-            );
-            async move {
-                c.post_message(uri, message, session_id, auth_token, custom_headers)
-                    .await
-            }
-        })
-        .await
+        authorized!(self.post_message(uri, message, session_id, auth_token, custom_headers))
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -187,27 +187,14 @@ impl StreamableHttpClient for OAuthHttp {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, Error> {
-        self.with_authorization(|c| {
-            let (uri, message, session_id, auth_token, custom_headers) = (
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                auth_token.clone(),
-                custom_headers.clone(),
-            );
-            async move {
-                c.post_message_with_max_sse_event_size(
-                    uri,
-                    message,
-                    session_id,
-                    auth_token,
-                    custom_headers,
-                    max_sse_event_size,
-                )
-                .await
-            }
-        })
-        .await
+        authorized!(self.post_message_with_max_sse_event_size(
+            uri,
+            message,
+            session_id,
+            auth_token,
+            custom_headers,
+            max_sse_event_size,
+        ))
     }
 
     async fn post_message_with_response_limits(
@@ -219,27 +206,14 @@ impl StreamableHttpClient for OAuthHttp {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, Error> {
-        self.with_authorization(|c| {
-            let (uri, message, session_id, auth_token, custom_headers) = (
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                auth_token.clone(),
-                custom_headers.clone(),
-            );
-            async move {
-                c.post_message_with_response_limits(
-                    uri,
-                    message,
-                    session_id,
-                    auth_token,
-                    custom_headers,
-                    limits,
-                )
-                .await
-            }
-        })
-        .await
+        authorized!(self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_token,
+            custom_headers,
+            limits,
+        ))
     }
 
     async fn delete_session(
@@ -263,20 +237,7 @@ impl StreamableHttpClient for OAuthHttp {
         auth_token: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Error> {
-        self.with_authorization(|c| {
-            let (uri, session_id, last_event_id, auth_token, custom_headers) = (
-                uri.clone(),
-                session_id.clone(),
-                last_event_id.clone(),
-                auth_token.clone(),
-                custom_headers.clone(),
-            );
-            async move {
-                c.get_stream(uri, session_id, last_event_id, auth_token, custom_headers)
-                    .await
-            }
-        })
-        .await
+        authorized!(self.get_stream(uri, session_id, last_event_id, auth_token, custom_headers))
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -288,26 +249,13 @@ impl StreamableHttpClient for OAuthHttp {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Error> {
-        self.with_authorization(|c| {
-            let (uri, session_id, last_event_id, auth_token, custom_headers) = (
-                uri.clone(),
-                session_id.clone(),
-                last_event_id.clone(),
-                auth_token.clone(),
-                custom_headers.clone(),
-            );
-            async move {
-                c.get_stream_with_max_sse_event_size(
-                    uri,
-                    session_id,
-                    last_event_id,
-                    auth_token,
-                    custom_headers,
-                    max_sse_event_size,
-                )
-                .await
-            }
-        })
-        .await
+        authorized!(self.get_stream_with_max_sse_event_size(
+            uri,
+            session_id,
+            last_event_id,
+            auth_token,
+            custom_headers,
+            max_sse_event_size,
+        ))
     }
 }

@@ -4,6 +4,8 @@
 //! (`bearer_token_env_var`) or OAuth ([`crate::auth`]): the stored tokens,
 //! refreshed as needed; with none, or refused, the connection fails with
 //! "run `nanohermes mcp login NAME`" (the probe authorizes by itself).
+//! Either client goes inside [`StreamFirst`]: a legacy session's standalone
+//! GET stream is open before the requests after the handshake go out.
 
 use std::collections::HashMap;
 
@@ -16,6 +18,7 @@ use rmcp::transport::streamable_http_client::{
 use super::connect::HttpTarget;
 use super::refresh::Notified;
 use super::server::Client;
+use super::stream_first::StreamFirst;
 use crate::auth::login::login_hint;
 use crate::auth::transport::OAuthHttp;
 
@@ -28,12 +31,14 @@ pub(crate) async fn serve(
     let (client, config) = parts(target)?;
     let connected = match &target.oauth {
         None => {
-            let transport = StreamableHttpClientTransport::with_client(client, config);
+            let transport =
+                StreamableHttpClientTransport::with_client(StreamFirst::new(client), config);
             handler.serve_with_lifecycle(transport, mode).await
         }
         Some(authorizer) => {
             let oauth = OAuthHttp::new(client, authorizer.clone(), target.may_authorize).await?;
-            let transport = StreamableHttpClientTransport::with_client(oauth, config);
+            let transport =
+                StreamableHttpClientTransport::with_client(StreamFirst::new(oauth), config);
             match handler.serve_with_lifecycle(transport, mode).await {
                 // No token, or one the server refused and the refresh could
                 // not replace: the user has to log in.

@@ -126,6 +126,7 @@ pub mod search;
 mod server;
 pub mod skills;
 mod status;
+mod stream_first;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -15,6 +15,7 @@ use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, JsonObje
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
 
+use crate::support::sse_retry_server::{DONE, Delivered, RETRY, Seen, SseRetryServer};
 use crate::support::{fixture_server, stdio_spec};
 
 const HANG_GUARD: Duration = Duration::from_secs(60);
@@ -254,5 +255,71 @@ async fn the_probe_reports_each_failure_and_exits_non_zero() {
         down.stderr.contains(&format!("cannot connect to {url}")),
         "{}",
         down.stderr
+    );
+}
+
+/// SEP-1699 polling, as the suite's `sse-retry` scenario does it: the tool's
+/// POST stream sends a priming event (an id, `retry: 500`) and closes before
+/// the response, which goes to the next GET the server gets. The probe must
+/// have its standalone GET stream open before it sends anything after the
+/// handshake (the server answers that GET late, as a busy machine would), so
+/// the response waits for the resumption: a GET with `Last-Event-ID` set to
+/// the priming event's id, no sooner than `retry` after the close.
+#[tokio::test]
+async fn a_post_stream_closed_before_its_response_is_resumed_with_last_event_id_after_retry() {
+    let server = SseRetryServer::start().await;
+    let run = probe(
+        &["--protocol", "2025-11-25", "--script", "-", &server.url],
+        "call test_reconnection\n",
+    )
+    .await;
+    let seen = server.seen();
+    assert_eq!(
+        run.code,
+        Some(0),
+        "{}\n{}\n{seen:#?}",
+        run.stdout,
+        run.stderr
+    );
+    assert!(
+        run.stdout
+            .contains(&format!("ok call test_reconnection\n  {DONE}\n")),
+        "{}",
+        run.stdout
+    );
+    let handshake = ["initialize", "notifications/initialized"];
+    for request in &seen {
+        if let Seen::Post {
+            method,
+            standalone_open: false,
+        } = request
+        {
+            assert!(
+                method.as_deref().is_some_and(|m| handshake.contains(&m)),
+                "{method:?} was sent before the standalone stream was open: {seen:#?}"
+            );
+        }
+    }
+    let (priming, closed_at) = server.closed().expect("the tool was called");
+    assert_eq!(
+        server.delivered(),
+        Some(Delivered::OnGet(Some(priming.clone()))),
+        "the response went to the wrong GET: {seen:#?}"
+    );
+    let resumed_at = seen
+        .iter()
+        .find_map(|request| match request {
+            Seen::Get {
+                last_event_id: Some(id),
+                at,
+            } if *id == priming => Some(*at),
+            _ => None,
+        })
+        .expect("a GET resumed the stream");
+    // A lower bound (the client MUST wait `retry`), never a speed figure.
+    assert!(
+        resumed_at >= closed_at + RETRY,
+        "resumed {:?} after the close, before the {RETRY:?} the server asked for",
+        resumed_at - closed_at
     );
 }

@@ -6,6 +6,7 @@
 pub mod history;
 pub mod mock_model;
 pub mod oauth_server;
+pub mod sse_retry_server;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
