@@ -160,7 +160,7 @@ pub fn write_private_json<T: Serialize>(path: &Path, value: &T) -> std::io::Resu
 
 /// [`write_private_json`], fsynced only when `durability` asks: a session
 /// rewritten at every step needs to survive the agent being killed, which
-/// needs no fsync; the run's last write is fsynced ([`Keeper`]).
+/// needs no fsync (the end of a run issues one without waiting, [`Keeper`]).
 pub fn write_private_json_with<T: Serialize>(
     path: &Path,
     value: &T,
@@ -459,9 +459,8 @@ pub struct Keeper<U> {
     path: PathBuf,
     file: SessionFile,
     surfaced: Option<crate::hub::Surfaced>,
-    /// The run's end being made durable, overlapping what follows it
-    /// (memories, hooks, the servers' shutdown); waited for when dropped.
-    syncing: Option<mcp_tools::Syncing>,
+    /// Whether `file` changed since it was last written.
+    dirty: bool,
 }
 
 impl<U: crate::ui::Ui> Keeper<U> {
@@ -472,7 +471,7 @@ impl<U: crate::ui::Ui> Keeper<U> {
             path: opened.path.clone(),
             file: opened.file.clone(),
             surfaced: None,
-            syncing: None,
+            dirty: false,
         }
     }
 
@@ -493,6 +492,7 @@ impl<U: crate::ui::Ui> Keeper<U> {
 
     /// Writes the file as it stands, saying so when that fails.
     fn write(&mut self, durability: mcp_tools::Durability) {
+        self.dirty = false;
         if let Err(e) = write_private_json_with(&self.path, &self.file, durability) {
             self.inner.notice(&format!(
                 "cannot write session {}: {e}",
@@ -520,6 +520,7 @@ impl<U: crate::ui::Ui> crate::ui::Ui for Keeper<U> {
     }
 
     fn usage(&mut self, usage: Option<crate::llm::Usage>) {
+        self.dirty = true;
         self.file.usage.requests += 1;
         if let Some(usage) = usage {
             self.file.usage.prompt_tokens += usage.prompt_tokens;
@@ -541,12 +542,14 @@ impl<U: crate::ui::Ui> crate::ui::Ui for Keeper<U> {
         self.inner.checkpoint(messages);
     }
 
-    /// The run's end survives a power loss too: written now, fsynced on a
-    /// thread while the run winds down (the exit waits for it).
+    /// The run's end is made to survive a power loss too: the last
+    /// checkpoint wrote it, the fsyncs are issued on a thread of their own
+    /// and the exit does not wait for the disk.
     fn settled(&mut self) {
-        drop(self.syncing.take());
-        self.write(mcp_tools::Durability::ProcessDeath);
-        self.syncing = Some(mcp_tools::sync_in_background(&self.path));
+        if self.dirty {
+            self.write(mcp_tools::Durability::ProcessDeath);
+        }
+        drop(mcp_tools::sync_in_background(&self.path));
         self.inner.settled();
     }
 }
