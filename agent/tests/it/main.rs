@@ -54,6 +54,8 @@ mod refresh;
 /// The interactive mode on a pseudo-terminal: one history across tasks, /undo, /usage, /exit,
 /// Ctrl-C during a slow tool and twice at the prompt.
 mod repl;
+/// The first request's byte budget with every built-in declared.
+mod request_budget;
 /// `nanohermes serve` mounted by an rmcp client: run_task, progress, cancellation, sessions,
 /// tasks, approvals in both eras, HTTP, and one NanoHermes using another.
 mod serve;

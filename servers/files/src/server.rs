@@ -22,10 +22,10 @@ use crate::{apply, edit, list, read};
 pub struct ReadFileArgs {
     /// File to read.
     pub path: String,
-    /// First line to return, 1-based. Default 1.
+    /// First line, 1-based.
     #[serde(default)]
     pub offset: Option<usize>,
-    /// Most lines to return. Default 2000.
+    /// Most lines. Default 2000.
     #[serde(default)]
     pub limit: Option<usize>,
 }
@@ -35,7 +35,7 @@ pub struct ReadFileArgs {
 pub struct WriteFileArgs {
     /// File to write.
     pub path: String,
-    /// The complete new content.
+    /// Full new content.
     pub content: String,
 }
 
@@ -44,11 +44,11 @@ pub struct WriteFileArgs {
 pub struct EditFileArgs {
     /// File to edit.
     pub path: String,
-    /// Exact text to replace, whitespace included.
+    /// Exact text, whitespace included.
     pub old_string: String,
-    /// Text to put in its place.
+    /// Replacement text.
     pub new_string: String,
-    /// Replace every occurrence, not just a unique one.
+    /// Replace every occurrence.
     #[serde(default)]
     pub replace_all: Option<bool>,
 }
@@ -56,20 +56,20 @@ pub struct EditFileArgs {
 /// Arguments of `apply_patch`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ApplyPatchArgs {
-    /// Unified diff: per file `--- a/PATH`, `+++ b/PATH` (`/dev/null` to create or delete), then `@@` hunks.
+    /// Per file `--- a/PATH` `+++ b/PATH` (`/dev/null` to create/delete), then `@@` hunks.
     pub patch: String,
 }
 
 /// Arguments of `list_dir`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ListDirArgs {
-    /// Directory to list. Default: the workspace root.
+    /// Default: workspace root.
     #[serde(default)]
     pub path: Option<String>,
-    /// Levels to descend (1-10). Default 2.
+    /// Levels (1-10). Default 2.
     #[serde(default)]
     pub depth: Option<usize>,
-    /// Also list gitignored files.
+    /// Also gitignored files.
     #[serde(default)]
     pub include_ignored: Option<bool>,
 }
@@ -94,7 +94,7 @@ impl FilesServer {
         }
     }
 
-    /// Read a text file as numbered lines (`N<TAB>text`), 2000 by default; use offset and limit for long files.
+    /// Read a text file as numbered lines (`N<TAB>text`); page with offset and limit.
     #[tool(annotations(
         title = "Read file",
         read_only_hint = true,
@@ -122,7 +122,7 @@ impl FilesServer {
         blocking(move || read::read_window(&path, &args.path, &request)).await
     }
 
-    /// Create or overwrite a file (atomic; parent directories are created).
+    /// Create or overwrite a file atomically, with parent directories.
     #[tool(annotations(
         title = "Write file",
         read_only_hint = false,
@@ -151,7 +151,7 @@ impl FilesServer {
         .await
     }
 
-    /// Replace an exact string in a file; old_string must occur exactly once unless replace_all. Read the file first.
+    /// Replace exact text in a file (read it first); old_string must occur once unless replace_all.
     #[tool(annotations(
         title = "Edit file",
         read_only_hint = false,
@@ -185,7 +185,7 @@ impl FilesServer {
         .await
     }
 
-    /// Apply a unified diff to one or more files (create, modify, delete, rename); all or nothing.
+    /// Apply a unified diff (create, modify, delete, rename files); all or nothing.
     #[tool(annotations(
         title = "Apply patch",
         read_only_hint = false,
@@ -201,7 +201,7 @@ impl FilesServer {
         blocking(move || apply::apply_patch(&ctx.workspace, &args.patch)).await
     }
 
-    /// List a directory: sorted paths, `/` after directories, `@` after symlinks; skips gitignored files.
+    /// List a directory, sorted: `/` marks directories, `@` symlinks; skips gitignored files.
     #[tool(annotations(
         title = "List directory",
         read_only_hint = true,

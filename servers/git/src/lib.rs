@@ -61,13 +61,13 @@ use crate::runner::{Git, pathspec};
 /// Arguments of `git_diff`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct DiffArgs {
-    /// Show staged changes instead of unstaged ones.
+    /// Staged instead of unstaged.
     #[serde(default)]
     pub staged: Option<bool>,
-    /// Limit the diff to this file or directory.
+    /// Only this file or directory.
     #[serde(default)]
     pub path: Option<String>,
-    /// Revision to compare against (hash, branch, tag, HEAD~1).
+    /// Revision (hash, branch, tag, HEAD~1).
     #[serde(default)]
     pub against: Option<String>,
 }
@@ -75,10 +75,10 @@ pub struct DiffArgs {
 /// Arguments of `git_log`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct LogArgs {
-    /// How many commits to show, newest first: 1 to 200, default 20.
+    /// 1-200. Default 20.
     #[serde(default)]
     pub max_count: Option<u32>,
-    /// Only commits touching this file or directory.
+    /// Only commits touching this path.
     #[serde(default)]
     pub path: Option<String>,
 }
@@ -86,14 +86,13 @@ pub struct LogArgs {
 /// Arguments of `git_commit`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct CommitArgs {
-    /// The commit message: a summary line, optionally a blank line and a body.
+    /// Summary line, optional blank line and body.
     pub message: String,
-    /// Stage and commit exactly these files or directories (new, changed or
-    /// deleted); other staged changes stay staged.
+    /// Exactly these files or directories (new, changed or deleted); other
+    /// staged changes stay staged.
     #[serde(default)]
     pub paths: Option<Vec<String>>,
-    /// Stage and commit every change to tracked files (not untracked ones).
-    /// Not with `paths`.
+    /// Every change to tracked files (not untracked). Not with `paths`.
     #[serde(default)]
     pub all: Option<bool>,
 }
@@ -139,9 +138,8 @@ impl GitServer {
         }
     }
 
-    /// Show the repository state: branch, upstream ahead/behind, and the
-    /// staged, unstaged, untracked and conflicted files (letters: M modified,
-    /// A added, D deleted, R renamed, T type changed).
+    /// Branch, ahead/behind upstream, and staged, unstaged, untracked and
+    /// conflicted files by git status letter.
     #[tool(annotations(
         title = "Git status",
         read_only_hint = true,
@@ -156,8 +154,8 @@ impl GitServer {
         Ok(clamp(&text, self.ctx.max_output))
     }
 
-    /// Show a unified diff: unstaged changes by default, staged ones with
-    /// `staged`, or against a revision. Untracked files are not included.
+    /// Unified diff of unstaged changes, staged ones with `staged`, or against
+    /// a revision; untracked files excluded.
     #[tool(annotations(
         title = "Git diff",
         read_only_hint = true,
@@ -180,8 +178,7 @@ impl GitServer {
             .map_err(|e| clamp(&e, self.ctx.max_output))
     }
 
-    /// Show the latest commits, newest first, one line each:
-    /// `hash date author: subject`. Give `path` for the history of one file.
+    /// Latest commits, newest first, one line each: `hash date author: subject`.
     #[tool(annotations(
         title = "Git log",
         read_only_hint = true,
@@ -199,8 +196,8 @@ impl GitServer {
         Ok(clamp(&text, self.ctx.max_output))
     }
 
-    /// Commit `paths`, or with `all` every tracked change, or else what is
-    /// staged. Hooks run; never amends or pushes; returns the short hash.
+    /// Commit `paths`, or with `all` every tracked change, else what is staged.
+    /// Hooks run; never amends or pushes; returns the short hash.
     #[tool(annotations(
         title = "Git commit",
         read_only_hint = false,

@@ -50,24 +50,24 @@ pub const GLOB_LIMIT: usize = 500;
 /// Arguments of the `grep` tool.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct GrepArgs {
-    /// Rust regex, matched per line (`fn\s+main`, `TODO|FIXME`).
+    /// Rust regex, per line.
     pub pattern: String,
-    /// File or directory to search. Default: the workspace root.
+    /// File or directory. Default: workspace root.
     #[serde(default)]
     pub path: Option<String>,
-    /// Only files matching this glob (`*.rs`, `src/**/*.ts`; `!` excludes).
+    /// Only files matching this glob (`!` excludes).
     #[serde(default)]
     pub glob: Option<String>,
-    /// Ignore letter case.
+    /// Ignore case.
     #[serde(default)]
     pub case_insensitive: Option<bool>,
-    /// Treat the pattern as literal text.
+    /// Literal, not a regex.
     #[serde(default)]
     pub fixed_strings: Option<bool>,
-    /// Lines of context around each match (0-10).
+    /// Lines around each match (0-10).
     #[serde(default)]
     pub context_lines: Option<u32>,
-    /// Most matching lines to show (1-2000). Default 200.
+    /// Lines shown (1-2000). Default 200.
     #[serde(default)]
     pub max_results: Option<u32>,
 }
@@ -75,9 +75,9 @@ pub struct GrepArgs {
 /// Arguments of the `glob` tool.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct GlobArgs {
-    /// Glob: `*.rs` matches names at any depth, `src/**/*.rs` paths from the root, `{a,b}` alternatives.
+    /// `*.rs` matches at any depth, `src/**/*.rs` from the root; `{a,b}` alternates.
     pub pattern: String,
-    /// Directory to search. Default: the workspace root.
+    /// Default: workspace root.
     #[serde(default)]
     pub path: Option<String>,
 }
@@ -99,7 +99,7 @@ impl GrepServer {
         }
     }
 
-    /// Search file contents with a regex (ripgrep engine; skips gitignored, hidden and binary files). Prints `path:line:text`, sorted by path, then a count of matches not shown.
+    /// Regex search of files (ripgrep; skips gitignored, hidden, binary): `path:line:text` by path, then a count of matches not shown.
     #[tool(annotations(
         title = "Search file contents",
         read_only_hint = true,
@@ -112,7 +112,7 @@ impl GrepServer {
         mcp_tools::blocking(move || run_grep(&ctx, &args)).await
     }
 
-    /// Find files by glob (skips gitignored and hidden files). Lists sorted paths, at most 500.
+    /// Find files by glob (skips gitignored and hidden): sorted paths, at most 500.
     #[tool(annotations(
         title = "Find files by glob",
         read_only_hint = true,

@@ -22,11 +22,11 @@ pub const MAX_LIMIT: usize = 100;
 /// Arguments of `memory_save`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SaveArgs {
-    /// One short, self-contained statement.
+    /// One short self-contained statement.
     pub text: String,
-    /// lesson: what worked or failed; preference: how the user likes things; correction: a mistake the user corrected; fact: about the user, project or environment.
+    /// lesson: what worked or failed; preference: the user's taste; correction: a mistake the user corrected; fact: about user, project or environment.
     pub kind: Kind,
-    /// Keywords to help find it.
+    /// Search keywords.
     #[serde(default)]
     pub tags: Option<Vec<String>>,
 }
@@ -34,9 +34,9 @@ pub struct SaveArgs {
 /// Arguments of `memory_search`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SearchArgs {
-    /// Words or a question in any language; plain text, no query syntax.
+    /// Words or a question; plain text, no query syntax.
     pub query: String,
-    /// Max hits (default 10, max 100).
+    /// Default 10, max 100.
     #[serde(default)]
     pub limit: Option<usize>,
 }
@@ -47,7 +47,7 @@ pub struct ListArgs {
     /// Only this kind.
     #[serde(default)]
     pub kind: Option<Kind>,
-    /// Max memories (default 20, max 100).
+    /// Default 20, max 100.
     #[serde(default)]
     pub limit: Option<usize>,
 }
@@ -55,7 +55,7 @@ pub struct ListArgs {
 /// Arguments of `memory_forget`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ForgetArgs {
-    /// Id from memory_search or memory_list.
+    /// From memory_search or memory_list.
     pub id: i64,
 }
 
@@ -84,7 +84,7 @@ impl MemoryServer {
         &self.store
     }
 
-    /// Save a long-term memory for later sessions: one short lesson, preference, correction or fact. Saving the same text again is harmless and reports its id.
+    /// Save one short long-term memory; saving the same text again only reports its id.
     #[tool(annotations(
         title = "Save a memory",
         read_only_hint = false,
@@ -103,7 +103,7 @@ impl MemoryServer {
         })
     }
 
-    /// Search long-term memories by words in any language (CJK included). Best matches first, with id, kind and text.
+    /// Search long-term memories by words in any language (CJK too); best first: id, kind, text.
     #[tool(annotations(
         title = "Search memories",
         read_only_hint = true,
@@ -150,7 +150,7 @@ impl MemoryServer {
         ))
     }
 
-    /// Delete a long-term memory that is wrong or outdated.
+    /// Delete a wrong or outdated long-term memory.
     #[tool(annotations(
         title = "Forget a memory",
         read_only_hint = false,

@@ -63,12 +63,12 @@ pub const MAX_TIMEOUT_SECS: u64 = 600;
 /// Arguments of `run_command`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct RunCommandArgs {
-    /// POSIX sh command line (pipes, `&&`, redirections). stdin is empty.
+    /// sh command line; stdin is empty.
     pub command: String,
-    /// Seconds before it is killed (1-600). Default 120.
+    /// Kill after this many seconds (1-600). Default 120.
     #[serde(default)]
     pub timeout_secs: Option<u64>,
-    /// Directory to run in. Default: the workspace root.
+    /// Default: workspace root.
     #[serde(default)]
     pub cwd: Option<String>,
 }
@@ -76,14 +76,14 @@ pub struct RunCommandArgs {
 /// Arguments of `task_start`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct TaskStartArgs {
-    /// sh command line to run in the background (a dev server, a watcher, a long build).
+    /// sh command line (dev server, watcher, long build).
     pub command: String,
 }
 
 /// Arguments of `task_output` and `task_kill`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct TaskIdArgs {
-    /// Task id returned by task_start.
+    /// Id from task_start.
     pub id: u32,
 }
 
@@ -134,7 +134,7 @@ impl ShellServer {
         self.tasks.kill_all();
     }
 
-    /// Run a shell command (`sh -c`) in the workspace root and wait for it; returns the exit code, stdout and stderr. Everything it started is killed when it exits or times out: use task_start for servers and watchers.
+    /// Run `sh -c` and wait: exit code, stdout, stderr. All it started is killed when it ends or times out; use task_start for servers, watchers.
     #[tool(annotations(
         title = "Run a shell command",
         read_only_hint = false,
@@ -168,7 +168,7 @@ impl ShellServer {
         .await
     }
 
-    /// Start a shell command in the background and return its task id at once. Read its output with task_output, stop it with task_kill.
+    /// Start a shell command in the background; returns at once its id for task_output, task_kill.
     #[tool(annotations(
         title = "Start a background task",
         read_only_hint = false,
@@ -191,7 +191,7 @@ impl ShellServer {
         ))
     }
 
-    /// Show a background task's status (running, or how it ended) and the output it printed since the last task_output call (stdout and stderr interleaved).
+    /// A background task's status (running or how it ended) and new stdout+stderr since the last call.
     #[tool(annotations(
         title = "Read a background task's output",
         read_only_hint = true,
@@ -206,7 +206,7 @@ impl ShellServer {
         self.tasks.output(args.id, self.ctx.max_output)
     }
 
-    /// Stop a background task and everything it started (SIGTERM, then SIGKILL after 2 s). Returns its final status and unread output.
+    /// Stop a background task and all it started (SIGTERM, SIGKILL after 2 s); returns final status and unread output.
     #[tool(annotations(
         title = "Stop a background task",
         read_only_hint = false,

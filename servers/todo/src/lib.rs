@@ -41,7 +41,7 @@ pub use store::{Store, StoreError};
 /// Arguments of `todo_write`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WriteArgs {
-    /// The complete new list, in order.
+    /// The new list, in order.
     pub todos: Vec<Todo>,
 }
 
@@ -62,8 +62,7 @@ impl TodoServer {
         }
     }
 
-    /// Replace the whole todo list and return it. Send every item each time;
-    /// keep exactly one item in_progress while working.
+    /// Replace the whole todo list (send every item each time) and return it.
     #[tool(annotations(
         title = "Write todo list",
         read_only_hint = false,
@@ -79,7 +78,7 @@ impl TodoServer {
         Ok(rendered)
     }
 
-    /// Return the current todo list with each item's status.
+    /// The current todo list and statuses.
     #[tool(annotations(
         title = "Read todo list",
         read_only_hint = true,

@@ -24,10 +24,13 @@ pub enum Status {
 
 /// One todo item.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+// No description in the schema: `todos` already says what an item is, and
+// every request carries the schema.
+#[schemars(description = "")]
 pub struct Todo {
-    /// What to do, as a short imperative.
+    /// A short imperative.
     pub content: String,
-    /// At most one item may be in_progress.
+    /// Exactly one in_progress while working.
     pub status: Status,
 }
 

@@ -14,9 +14,9 @@ use crate::fetch::{FetchConfig, Fetcher};
 /// Arguments of `web_fetch`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct FetchArgs {
-    /// Absolute http:// or https:// URL to GET.
+    /// Absolute http(s) URL.
     pub url: String,
-    /// Most body bytes to download. Default 2000000, at most 10000000.
+    /// Bytes to download: default 2000000, max 10000000.
     #[serde(default)]
     pub max_bytes: Option<usize>,
 }
@@ -45,7 +45,7 @@ impl WebServer {
         })
     }
 
-    /// Fetch an http(s) URL and return it as readable text (HTML converted; text, JSON and XML as they are). Binary content is refused.
+    /// GET an http(s) URL as text (HTML converted; text, JSON, XML as is); binary is refused.
     #[tool(annotations(
         title = "Fetch a URL",
         read_only_hint = true,
