@@ -103,10 +103,15 @@ pub fn main() -> ExitCode {
         // loads and the servers start, off the first request's path.
         mcp_tools::spawn::sandbox::Support::probe_in_background();
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // One agent's loop is sequential and its tools' blocking work goes to
+    // the blocking pool: one thread runs it without the cross-thread
+    // wake-ups a worker pool costs on every message (notes/rmcp-3.11.md
+    // §4: 105 → 61 µs a call). `serve` runs many tasks at once: a pool.
+    let mut builder = match cli.command {
+        Some(Command::Serve(_)) => tokio::runtime::Builder::new_multi_thread(),
+        _ => tokio::runtime::Builder::new_current_thread(),
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => return fail(&anyhow::anyhow!("cannot start the async runtime: {e}")),
     };
