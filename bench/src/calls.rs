@@ -1,6 +1,8 @@
-//! One tool call's round trip through the agent's hub, to the files server
-//! in-process, as a child over stdio, and over HTTP.
+//! One tool call's round trip through the agent's hub, in-process, as a
+//! child over stdio, and over HTTP: `todo_read` (next to no work: the cost
+//! of the hub and the transport) and `read_file` (a real file read).
 
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -9,19 +11,46 @@ use nanohermes::hub::{Hub, HubConfig};
 use serde_json::{Map, Value, json};
 
 use crate::agent_runs::{Placement, free_port, wait_for_port};
-use crate::bins::Bins;
 
 /// Calls timed per placement (after a warm-up of a tenth as many).
 const CALLS: usize = 2000;
 
-/// `read_file` round trips through a hub whose only server is the files
-/// built-in placed as `placement`.
-pub async fn read_file_round_trips(
-    bins: &Bins,
+/// The tool timed.
+#[derive(Debug, Clone, Copy)]
+pub enum Probe {
+    /// `todo_read` on an empty list: the hub and the transport alone.
+    TodoRead,
+    /// `read_file` of a one-line file: path checks, a read, numbering.
+    ReadFile,
+}
+
+impl Probe {
+    /// The tool's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Probe::TodoRead => "todo_read",
+            Probe::ReadFile => "read_file",
+        }
+    }
+
+    fn server(self) -> (BuiltinName, &'static str) {
+        match self {
+            Probe::TodoRead => (BuiltinName::Todo, "todo"),
+            Probe::ReadFile => (BuiltinName::Files, "files"),
+        }
+    }
+}
+
+/// `probe`'s round trips through a hub whose only server is the built-in
+/// that serves it, placed as `placement`; `agent` is the agent binary.
+pub async fn round_trips(
+    agent: PathBuf,
+    probe: Probe,
     placement: Placement,
 ) -> anyhow::Result<Vec<Duration>> {
     let workspace = tempfile::tempdir()?;
     std::fs::write(workspace.path().join("a.txt"), "alpha\n")?;
+    let (builtin, server_name) = probe.server();
     let mut server = None;
     let transport = match placement {
         Placement::InProcess => Transport::InProcess,
@@ -29,8 +58,13 @@ pub async fn read_file_round_trips(
         Placement::Http => {
             let port = free_port()?;
             server = Some(
-                std::process::Command::new(bins.agent())
-                    .args(["builtin", "files", "--http", &format!("127.0.0.1:{port}")])
+                std::process::Command::new(&agent)
+                    .args([
+                        "builtin",
+                        server_name,
+                        "--http",
+                        &format!("127.0.0.1:{port}"),
+                    ])
                     .arg("--root")
                     .arg(workspace.path())
                     .stdout(Stdio::null())
@@ -46,15 +80,19 @@ pub async fn read_file_round_trips(
     };
     let spec = ServerSpec {
         transport,
-        ..ServerSpec::default_builtin(BuiltinName::Files)
+        ..ServerSpec::default_builtin(builtin)
     };
     let mut config = HubConfig::new(workspace.path().to_path_buf(), vec![spec]);
-    config.builtin_exe = bins.agent();
+    config.builtin_exe = agent;
     let hub = Hub::start(config).await?;
-    let Value::Object(arguments) = json!({"path": "a.txt"}) else {
+    let (arguments, expected) = match probe {
+        Probe::TodoRead => (json!({}), ""),
+        Probe::ReadFile => (json!({"path": "a.txt"}), "alpha"),
+    };
+    let Value::Object(arguments) = arguments else {
         unreachable!()
     };
-    let samples = time_calls(&hub, "read_file", &arguments).await;
+    let samples = time_calls(&hub, probe.name(), &arguments, expected).await;
     hub.shutdown().await;
     if let Some(mut server) = server {
         let _ = server.kill();
@@ -67,6 +105,7 @@ async fn time_calls(
     hub: &Hub,
     name: &str,
     arguments: &Map<String, Value>,
+    expected: &str,
 ) -> anyhow::Result<Vec<Duration>> {
     for _ in 0..CALLS / 10 {
         hub.call(name, arguments.clone()).await;
@@ -76,7 +115,10 @@ async fn time_calls(
         let started = Instant::now();
         let answer = hub.call(name, arguments.clone()).await;
         samples.push(started.elapsed());
-        anyhow::ensure!(answer.contains("alpha"), "{name} answered {answer}");
+        anyhow::ensure!(
+            answer.contains(expected) && !answer.starts_with("ERROR"),
+            "{name} answered {answer}"
+        );
     }
     Ok(samples)
 }

@@ -225,15 +225,28 @@ async fn loop_overhead(bins: &Bins, runs: usize, table: &mut Table) -> anyhow::R
 }
 
 async fn calls(bins: &Bins, table: &mut Table) -> anyhow::Result<()> {
-    for (placement, goal) in [
-        (Placement::InProcess, "≤ 20 µs"),
-        (Placement::Process, "≤ 150 µs"),
-        (Placement::Http, ""),
+    for (tool, placement, goal) in [
+        (calls::Probe::TodoRead, Placement::InProcess, "≤ 20 µs"),
+        (calls::Probe::ReadFile, Placement::InProcess, ""),
+        (calls::Probe::TodoRead, Placement::Process, "≤ 150 µs"),
+        (calls::Probe::ReadFile, Placement::Process, ""),
+        (calls::Probe::ReadFile, Placement::Http, ""),
     ] {
-        let mut samples = calls::read_file_round_trips(bins, placement).await?;
+        // On a runtime like the agent's own (one thread, cli::main), not
+        // on this harness's worker pool.
+        let agent = bins.agent();
+        let mut samples = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?
+                .block_on(calls::round_trips(agent, tool, placement))
+        })
+        .join()
+        .map_err(|_| anyhow::anyhow!("the round-trip thread panicked"))??;
         table.row(
             &format!(
-                "read_file round trip through the hub, {}",
+                "{} round trip through the hub, {}",
+                tool.name(),
                 placement.label()
             ),
             show(quantile(&mut samples, 0.5)),
