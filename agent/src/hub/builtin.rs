@@ -129,11 +129,10 @@ impl Builtin {
             }),
             Builtin::Web => ("web", |ctx, options| {
                 Box::pin(async move {
-                    // Building the HTTP client reads the system's certificates.
-                    let server = tokio::task::spawn_blocking(move || {
-                        nanohermes_web::WebServer::with_config(ctx, options.fetch_config())
-                    })
-                    .await??;
+                    // Cheap: the HTTP client (and its root certificates) is
+                    // built by the first web_fetch.
+                    let server =
+                        nanohermes_web::WebServer::with_config(ctx, options.fetch_config())?;
                     connect(server).await
                 })
             }),

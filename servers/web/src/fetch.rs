@@ -2,6 +2,7 @@
 //! redirect limit, timeouts, a size cap read incrementally, and the content
 //! type decided before the body is read.
 
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use reqwest::redirect::{Attempt, Policy};
@@ -161,6 +162,12 @@ pub enum FetchError {
         /// The content type it declared (or what was sniffed).
         content_type: String,
     },
+    /// The HTTP client could not be built (the TLS backend did not start).
+    #[error("cannot start the HTTP client: {reason}; web_fetch is unavailable in this session")]
+    Client {
+        /// The cause, with its sources.
+        reason: String,
+    },
     /// Any other transport failure.
     #[error("fetching {url} failed: {reason}")]
     Other {
@@ -189,10 +196,15 @@ pub const ERROR_EXCERPT_BYTES: usize = 1_000;
 /// Width html2text wraps converted HTML at.
 pub const TEXT_WIDTH: usize = 100;
 
-/// An HTTP client with the limits of one [`FetchConfig`].
+/// An HTTP client with the limits of one [`FetchConfig`]. The client
+/// itself is built on the first fetch: building it loads the system's root
+/// certificates (every file in /etc/ssl/certs, a few ms), which a server
+/// that never fetches, or not yet, should not wait for at start.
 #[derive(Debug, Clone)]
 pub struct Fetcher {
-    client: reqwest::Client,
+    client: Arc<OnceLock<reqwest::Client>>,
+    /// [`FetchConfig::extra_root_certificates`], parsed at construction.
+    roots: Vec<reqwest::Certificate>,
     config: FetchConfig,
     guard: NetworkGuard,
 }
@@ -210,54 +222,92 @@ enum RedirectRefused {
 }
 
 impl Fetcher {
-    /// Builds the client. Fails only if the TLS backend cannot start or an
-    /// extra root certificate does not parse.
+    /// A fetcher with `config`'s limits; the client is built on the first
+    /// fetch. With the rustls backend this never fails: an extra root
+    /// certificate that does not parse fails that first fetch
+    /// ([`FetchError::Client`]), as a TLS backend that cannot start would.
     pub fn new(config: FetchConfig) -> Result<Self, reqwest::Error> {
-        let max = config.max_redirects;
+        let roots = config
+            .extra_root_certificates
+            .iter()
+            .map(|der| reqwest::Certificate::from_der(der))
+            .collect::<Result<_, _>>()?;
         let guard = NetworkGuard::new(config.allow_private_network, config.allowed_hosts.clone());
-        let hop_guard = guard.clone();
-        let policy = Policy::custom(move |attempt: Attempt<'_>| {
-            let target = attempt.url();
-            let from_https = attempt
-                .previous()
-                .last()
-                .is_some_and(|u| u.scheme() == "https");
-            if !matches!(target.scheme(), "http" | "https") {
-                let target = target.to_string();
-                attempt.error(RedirectRefused::Scheme(target))
-            } else if from_https && target.scheme() == "http" {
-                let target = target.to_string();
-                attempt.error(RedirectRefused::Downgrade(target))
-            } else if attempt.previous().len() > max {
-                attempt.error(RedirectRefused::TooMany)
-            } else if let Err(refusal) = hop_guard.check_url(target) {
-                // Literal addresses never reach the resolver: judge them here.
-                let target = target.to_string();
-                attempt.error(RedirectRefused::Address(target, refusal))
-            } else {
-                attempt.follow()
-            }
-        });
-        let mut builder = reqwest::Client::builder();
-        for der in &config.extra_root_certificates {
-            builder = builder.add_root_certificate(reqwest::Certificate::from_der(der)?);
-        }
-        let client = builder
-            .user_agent(concat!("nanohermes-web/", env!("CARGO_PKG_VERSION")))
-            .redirect(policy)
-            // A proxy would connect to the target for us, past the resolver.
-            .no_proxy()
-            .dns_resolver(guard.resolver())
-            .timeout(config.timeout)
-            .connect_timeout(config.connect_timeout)
-            .build()?;
         Ok(Self {
-            client,
+            client: Arc::new(OnceLock::new()),
+            roots,
             config,
             guard,
         })
     }
 
+    /// Whether the HTTP client has been built (by a first fetch).
+    pub fn client_is_built(&self) -> bool {
+        self.client.get().is_some()
+    }
+
+    /// The client, built on first use off the async thread.
+    async fn client(&self) -> Result<&reqwest::Client, FetchError> {
+        if let Some(client) = self.client.get() {
+            return Ok(client);
+        }
+        let (config, guard, roots) = (self.config.clone(), self.guard.clone(), self.roots.clone());
+        let built =
+            mcp_tools::blocking(move || build_client(&config, guard, roots).map_err(|e| chain(&e)))
+                .await
+                .map_err(|reason| FetchError::Client { reason })?;
+        // Two first fetches at once may both build; one client is kept.
+        Ok(self.client.get_or_init(|| built))
+    }
+}
+
+/// The HTTP client of `config`: its redirect policy, `guard` as resolver
+/// and on every hop, `roots` trusted besides the system's certificates.
+fn build_client(
+    config: &FetchConfig,
+    guard: NetworkGuard,
+    roots: Vec<reqwest::Certificate>,
+) -> Result<reqwest::Client, reqwest::Error> {
+    let max = config.max_redirects;
+    let hop_guard = guard.clone();
+    let policy = Policy::custom(move |attempt: Attempt<'_>| {
+        let target = attempt.url();
+        let from_https = attempt
+            .previous()
+            .last()
+            .is_some_and(|u| u.scheme() == "https");
+        if !matches!(target.scheme(), "http" | "https") {
+            let target = target.to_string();
+            attempt.error(RedirectRefused::Scheme(target))
+        } else if from_https && target.scheme() == "http" {
+            let target = target.to_string();
+            attempt.error(RedirectRefused::Downgrade(target))
+        } else if attempt.previous().len() > max {
+            attempt.error(RedirectRefused::TooMany)
+        } else if let Err(refusal) = hop_guard.check_url(target) {
+            // Literal addresses never reach the resolver: judge them here.
+            let target = target.to_string();
+            attempt.error(RedirectRefused::Address(target, refusal))
+        } else {
+            attempt.follow()
+        }
+    });
+    let mut builder = reqwest::Client::builder();
+    for root in roots {
+        builder = builder.add_root_certificate(root);
+    }
+    builder
+        .user_agent(concat!("nanohermes-web/", env!("CARGO_PKG_VERSION")))
+        .redirect(policy)
+        // A proxy would connect to the target for us, past the resolver.
+        .no_proxy()
+        .dns_resolver(guard.resolver())
+        .timeout(config.timeout)
+        .connect_timeout(config.connect_timeout)
+        .build()
+}
+
+impl Fetcher {
     /// The limits in force.
     pub fn config(&self) -> &FetchConfig {
         &self.config
@@ -285,7 +335,8 @@ impl Fetcher {
                 reason,
             })?;
         let mut response = self
-            .client
+            .client()
+            .await?
             .get(parsed.clone())
             .header(reqwest::header::ACCEPT, ACCEPT)
             .send()
