@@ -129,7 +129,8 @@ impl Builtin {
             }),
             Builtin::Web => ("web", |ctx, options| {
                 Box::pin(async move {
-                    // Cheap: the HTTP client is built on the first fetch.
+                    // Cheap: the HTTP client (and its root certificates) is
+                    // built by the first web_fetch.
                     let server =
                         nanohermes_web::WebServer::with_config(ctx, options.fetch_config())?;
                     connect(server).await

@@ -98,14 +98,18 @@ pub fn serve_builtin_main(name: &str, args: &[OsString]) -> ExitCode {
                     "no home directory; pass --db PATH or set NANOHERMES_HOME"
                 ));
             };
-            match nanohermes_memory::MemoryStore::open(&db) {
-                Ok(store) => mcp_tools::serve::run(
-                    label,
-                    serve,
-                    nanohermes_memory::MemoryServer::new(ctx, store),
-                ),
-                Err(e) => startup(anyhow::anyhow!("{}: {e}", db.display())),
-            }
+            // Opened while the handshake is answered (the in-process
+            // server opens it before connecting).
+            let store = if serve.print_schema {
+                nanohermes_memory::MemoryStore::open_on_first_use(&db)
+            } else {
+                nanohermes_memory::MemoryStore::open_in_background(&db, "nanohermes builtin memory")
+            };
+            mcp_tools::serve::run(
+                label,
+                serve,
+                nanohermes_memory::MemoryServer::new(ctx, store),
+            )
         }
         Builtin::Todo => mcp_tools::serve::run(
             label,

@@ -23,12 +23,17 @@ fn main() -> ExitCode {
         eprintln!("nanohermes-memory: no home directory; pass --db PATH");
         return ExitCode::from(2);
     };
-    let server = cli.serve.context().and_then(|ctx| {
-        let store = MemoryStore::open(&db).map_err(|e| anyhow::anyhow!("{}: {e}", db.display()))?;
-        Ok(MemoryServer::new(ctx, store))
-    });
-    match server {
-        Ok(server) => mcp_tools::serve::run("memory", &cli.serve, server),
+    // The file opens while the handshake is answered; the first tool call
+    // waits for it (or reports why it could not be opened).
+    match cli.serve.context() {
+        Ok(ctx) => {
+            let store = if cli.serve.print_schema {
+                MemoryStore::open_on_first_use(&db)
+            } else {
+                MemoryStore::open_in_background(&db, "nanohermes-memory")
+            };
+            mcp_tools::serve::run("memory", &cli.serve, MemoryServer::new(ctx, store))
+        }
         Err(e) => {
             eprintln!("nanohermes-memory: {e:#}");
             ExitCode::from(2)

@@ -7,7 +7,14 @@
 //! - the normal form of a memory's text is a `UNIQUE` column, so two
 //!   processes racing to save the same memory cannot both insert it;
 //! - `PRAGMA user_version` records the schema version; [`MemoryStore::open`]
-//!   migrates older files and refuses newer ones.
+//!   migrates older files and refuses newer ones;
+//! - opening a file whose schema is current writes nothing: a write at open
+//!   would append a WAL frame, and the first frame of a new WAL costs an
+//!   fsync of the WAL and of its directory (about 15 ms, most of the
+//!   server's start before this rule);
+//! - [`MemoryStore::open_in_background`] lets a server answer its handshake
+//!   while the file opens; the first call waits for the open, and a failed
+//!   open is reported by that call and tried again by the next.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -117,12 +124,57 @@ pub enum MemoryError {
     /// SQLite reported an error.
     #[error("memory database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// The thread of [`MemoryStore::open_in_background`] panicked.
+    #[error("the thread opening the database stopped; the next call opens it again")]
+    OpenThreadPanicked,
+    /// A deferred open ([`MemoryStore::open_in_background`]) failed.
+    #[error(
+        "cannot open the memory database {path}: {source}; fix the file or pass another --db PATH"
+    )]
+    Open {
+        /// The database file.
+        path: PathBuf,
+        /// Why it failed.
+        source: Box<MemoryError>,
+    },
 }
 
 /// A memory database. Cheap to share behind an `Arc`; calls block, so async
 /// callers run them on a blocking thread.
 pub struct MemoryStore {
-    conn: Mutex<Connection>,
+    path: PathBuf,
+    slot: Mutex<Slot>,
+}
+
+/// The connection, or how to get it.
+enum Slot {
+    /// Being opened by a thread of its own.
+    Opening(std::thread::JoinHandle<Result<Connection, MemoryError>>),
+    Open(Connection),
+    /// The last open failed (or none was started): open on next use.
+    Closed,
+}
+
+/// The locked connection of a store; only made when the slot is open.
+struct Conn<'a>(std::sync::MutexGuard<'a, Slot>);
+
+impl std::ops::Deref for Conn<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        match &*self.0 {
+            Slot::Open(conn) => conn,
+            _ => unreachable!("a Conn is only made over an open slot"),
+        }
+    }
+}
+
+impl std::ops::DerefMut for Conn<'_> {
+    fn deref_mut(&mut self) -> &mut Connection {
+        match &mut *self.0 {
+            Slot::Open(conn) => conn,
+            _ => unreachable!("a Conn is only made over an open slot"),
+        }
+    }
 }
 
 impl std::fmt::Debug for MemoryStore {
@@ -141,28 +193,55 @@ impl MemoryStore {
     /// Opens (creating it and its parent directory if needed) the database at
     /// `path` and brings its schema up to [`SCHEMA_VERSION`].
     pub fn open(path: &Path) -> Result<Self, MemoryError> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| MemoryError::Dir {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-        }
-        let mut conn = Connection::open(path)?;
-        conn.busy_timeout(BUSY_TIMEOUT)?;
-        // Switching to WAL takes a lock once per file. A second process
-        // opening at the same moment can get SQLITE_BUSY without SQLite
-        // calling the busy handler (seen in CI), so the switch is retried.
-        let mode: String =
-            retry_busy(|| conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            tracing::warn!("memory database journal mode is {mode}, not wal");
-        }
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.pragma_update(None, "cache_size", -CACHE_KIB)?;
-        migrate(&mut conn)?;
+        let conn = open_connection(path)?;
         Ok(Self {
-            conn: Mutex::new(conn),
+            path: path.to_path_buf(),
+            slot: Mutex::new(Slot::Open(conn)),
         })
+    }
+
+    /// A store whose database is opened (as [`MemoryStore::open`] does) on
+    /// a thread of its own, so a server can answer its handshake meanwhile.
+    /// The first call waits for that open; if it failed, the call returns
+    /// [`MemoryError::Open`] and the next call opens again. A failed open
+    /// is also written to stderr as `LABEL: cannot open ...`, for whoever
+    /// reads the server's log.
+    pub fn open_in_background(path: &Path, label: &'static str) -> Self {
+        let owned = path.to_path_buf();
+        let slot = std::thread::Builder::new()
+            .name("memory-open".into())
+            .spawn(move || {
+                let opened = open_connection(&owned);
+                if let Err(e) = &opened {
+                    use std::io::Write;
+                    // Not eprintln!, which panics when stderr is closed.
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "{label}: cannot open the memory database {}: {e}; tool calls will try again",
+                        owned.display()
+                    );
+                }
+                opened
+            })
+            .map_or(Slot::Closed, Slot::Opening);
+        Self {
+            path: path.to_path_buf(),
+            slot: Mutex::new(slot),
+        }
+    }
+
+    /// A store that opens its database on the first call, not before (for
+    /// `--print-schema`, which must not create a file).
+    pub fn open_on_first_use(path: &Path) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            slot: Mutex::new(Slot::Closed),
+        }
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// Saves a memory, or finds the one with the same normal form.
@@ -176,7 +255,7 @@ impl MemoryStore {
         }
         let norm = normalise(text);
         let tags = normalise_tags(tags).join(", ");
-        let mut conn = self.lock();
+        let mut conn = self.lock()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let inserted = tx.execute(
             "INSERT INTO memories (kind, text, norm, tags, created_at) VALUES (?1, ?2, ?3, ?4, ?5)
@@ -204,13 +283,13 @@ impl MemoryStore {
         if terms.is_empty() {
             return Err(MemoryError::EmptyQuery);
         }
-        let conn = self.lock();
+        let conn = self.lock()?;
         Ok(crate::search::run(&conn, &terms, limit)?)
     }
 
     /// The newest memories first, optionally of one kind, at most `limit`.
     pub fn list(&self, kind: Option<Kind>, limit: usize) -> Result<Vec<Memory>, MemoryError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         let mut stmt = conn.prepare_cached(
             "SELECT id, kind, text, tags FROM memories
              WHERE ?1 IS NULL OR kind = ?1 ORDER BY id DESC LIMIT ?2",
@@ -223,7 +302,7 @@ impl MemoryStore {
 
     /// Deletes the memory with `id` and returns it.
     pub fn forget(&self, id: i64) -> Result<Memory, MemoryError> {
-        let mut conn = self.lock();
+        let mut conn = self.lock()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let memory = tx
             .query_row(
@@ -241,7 +320,7 @@ impl MemoryStore {
 
     /// How many memories the database holds.
     pub fn count(&self) -> Result<i64, MemoryError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         Ok(conn.query_row("SELECT count(*) FROM memories", [], |r| r.get(0))?)
     }
 
@@ -251,7 +330,7 @@ impl MemoryStore {
         &self,
         memories: impl IntoIterator<Item = (&'a str, Kind)>,
     ) -> Result<usize, MemoryError> {
-        let mut conn = self.lock();
+        let mut conn = self.lock()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut new = 0;
         {
@@ -272,11 +351,50 @@ impl MemoryStore {
         Ok(new)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
+    /// The connection, after waiting for (or retrying) its open.
+    fn lock(&self) -> Result<Conn<'_>, MemoryError> {
         // A panic while holding the lock leaves the connection usable: SQLite
         // rolls back the open transaction when it is dropped.
-        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        if !matches!(*slot, Slot::Open(_)) {
+            let opened = match std::mem::replace(&mut *slot, Slot::Closed) {
+                Slot::Opening(thread) => thread
+                    .join()
+                    .unwrap_or(Err(MemoryError::OpenThreadPanicked)),
+                _ => open_connection(&self.path),
+            };
+            let conn = opened.map_err(|source| MemoryError::Open {
+                path: self.path.clone(),
+                source: Box::new(source),
+            })?;
+            *slot = Slot::Open(conn);
+        }
+        Ok(Conn(slot))
     }
+}
+
+/// Opens the database at `path` (creating it and its parent directory if
+/// needed) in WAL mode and brings its schema up to [`SCHEMA_VERSION`].
+fn open_connection(path: &Path) -> Result<Connection, MemoryError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|source| MemoryError::Dir {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
+    let mut conn = Connection::open(path)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    // Switching to WAL takes a lock once per file. A second process
+    // opening at the same moment can get SQLITE_BUSY without SQLite
+    // calling the busy handler (seen in CI), so the switch is retried.
+    let mode: String = retry_busy(|| conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        tracing::warn!("memory database journal mode is {mode}, not wal");
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "cache_size", -CACHE_KIB)?;
+    migrate(&mut conn)?;
+    Ok(conn)
 }
 
 pub(crate) fn memory_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Memory> {
@@ -341,12 +459,25 @@ fn retry_busy<T>(mut step: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Res
 
 /// Brings the schema from `user_version` up to [`SCHEMA_VERSION`], inside
 /// one `BEGIN IMMEDIATE` transaction so two processes opening a new file at
-/// once migrate it exactly once.
+/// once migrate it exactly once. A current schema is only read: no write
+/// transaction, so no WAL frame and no fsync at open.
 fn migrate(conn: &mut Connection) -> Result<(), MemoryError> {
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version > SCHEMA_VERSION {
+        return Err(MemoryError::NewerSchema(version));
+    }
+    if version == SCHEMA_VERSION {
+        return Ok(());
+    }
+    // Read again under the write lock: another process may have migrated
+    // the file since.
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     if version > SCHEMA_VERSION {
         return Err(MemoryError::NewerSchema(version));
+    }
+    if version == SCHEMA_VERSION {
+        return Ok(()); // the transaction rolls back, writing nothing
     }
     if version < 1 {
         tx.execute_batch(SCHEMA_V1)?;

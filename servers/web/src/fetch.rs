@@ -2,12 +2,11 @@
 //! redirect limit, timeouts, a size cap read incrementally, and the content
 //! type decided before the body is read.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use reqwest::redirect::{Attempt, Policy};
 use reqwest::{StatusCode, Url};
-use tokio::sync::OnceCell;
 
 use crate::guard::{AllowedHost, NetworkGuard, Refusal};
 
@@ -163,6 +162,12 @@ pub enum FetchError {
         /// The content type it declared (or what was sniffed).
         content_type: String,
     },
+    /// The HTTP client could not be built (the TLS backend did not start).
+    #[error("cannot start the HTTP client: {reason}; web_fetch is unavailable in this session")]
+    Client {
+        /// The cause, with its sources.
+        reason: String,
+    },
     /// Any other transport failure.
     #[error("fetching {url} failed: {reason}")]
     Other {
@@ -191,21 +196,77 @@ pub const ERROR_EXCERPT_BYTES: usize = 1_000;
 /// Width html2text wraps converted HTML at.
 pub const TEXT_WIDTH: usize = 100;
 
-/// An HTTP client with the limits of one [`FetchConfig`].
+/// An HTTP client with the limits of one [`FetchConfig`]. The client
+/// itself is built on the first fetch: building it loads the system's root
+/// certificates (every file in /etc/ssl/certs, a few ms), which a server
+/// that never fetches, or not yet, should not wait for at start.
 #[derive(Debug, Clone)]
 pub struct Fetcher {
-    /// Built on the first fetch ([`Fetcher::client`]); shared by clones.
-    client: Arc<OnceCell<reqwest::Client>>,
+    client: Arc<OnceLock<reqwest::Client>>,
+    /// [`FetchConfig::extra_root_certificates`], parsed at construction.
+    roots: Vec<reqwest::Certificate>,
     config: FetchConfig,
     guard: NetworkGuard,
 }
 
-/// The client every fetch goes through: redirects re-checked hop by hop
-/// against the guard, no proxy, the guard's resolver, the config's timeouts
-/// and extra roots.
+#[derive(Debug, thiserror::Error)]
+enum RedirectRefused {
+    #[error("too many redirects")]
+    TooMany,
+    #[error("redirect to a non-http scheme")]
+    Scheme(String),
+    #[error("redirect from https to http")]
+    Downgrade(String),
+    #[error("redirect to a non-public address")]
+    Address(String, Refusal),
+}
+
+impl Fetcher {
+    /// A fetcher with `config`'s limits; the client is built on the first
+    /// fetch. With the rustls backend this never fails: an extra root
+    /// certificate that does not parse fails that first fetch
+    /// ([`FetchError::Client`]), as a TLS backend that cannot start would.
+    pub fn new(config: FetchConfig) -> Result<Self, reqwest::Error> {
+        let roots = config
+            .extra_root_certificates
+            .iter()
+            .map(|der| reqwest::Certificate::from_der(der))
+            .collect::<Result<_, _>>()?;
+        let guard = NetworkGuard::new(config.allow_private_network, config.allowed_hosts.clone());
+        Ok(Self {
+            client: Arc::new(OnceLock::new()),
+            roots,
+            config,
+            guard,
+        })
+    }
+
+    /// Whether the HTTP client has been built (by a first fetch).
+    pub fn client_is_built(&self) -> bool {
+        self.client.get().is_some()
+    }
+
+    /// The client, built on first use off the async thread.
+    async fn client(&self) -> Result<&reqwest::Client, FetchError> {
+        if let Some(client) = self.client.get() {
+            return Ok(client);
+        }
+        let (config, guard, roots) = (self.config.clone(), self.guard.clone(), self.roots.clone());
+        let built =
+            mcp_tools::blocking(move || build_client(&config, guard, roots).map_err(|e| chain(&e)))
+                .await
+                .map_err(|reason| FetchError::Client { reason })?;
+        // Two first fetches at once may both build; one client is kept.
+        Ok(self.client.get_or_init(|| built))
+    }
+}
+
+/// The HTTP client of `config`: its redirect policy, `guard` as resolver
+/// and on every hop, `roots` trusted besides the system's certificates.
 fn build_client(
     config: &FetchConfig,
-    guard: &NetworkGuard,
+    guard: NetworkGuard,
+    roots: Vec<reqwest::Certificate>,
 ) -> Result<reqwest::Client, reqwest::Error> {
     let max = config.max_redirects;
     let hop_guard = guard.clone();
@@ -232,8 +293,8 @@ fn build_client(
         }
     });
     let mut builder = reqwest::Client::builder();
-    for der in &config.extra_root_certificates {
-        builder = builder.add_root_certificate(reqwest::Certificate::from_der(der)?);
+    for root in roots {
+        builder = builder.add_root_certificate(root);
     }
     builder
         .user_agent(concat!("nanohermes-web/", env!("CARGO_PKG_VERSION")))
@@ -246,48 +307,7 @@ fn build_client(
         .build()
 }
 
-#[derive(Debug, thiserror::Error)]
-enum RedirectRefused {
-    #[error("too many redirects")]
-    TooMany,
-    #[error("redirect to a non-http scheme")]
-    Scheme(String),
-    #[error("redirect from https to http")]
-    Downgrade(String),
-    #[error("redirect to a non-public address")]
-    Address(String, Refusal),
-}
-
 impl Fetcher {
-    /// A fetcher with `config`'s limits. Fails only if an extra root
-    /// certificate does not parse. The HTTP client itself (whose TLS setup
-    /// reads every system certificate: milliseconds, and a root store in
-    /// memory) is built on the first fetch, so a session that never
-    /// fetches never pays for it.
-    pub fn new(config: FetchConfig) -> Result<Self, reqwest::Error> {
-        for der in &config.extra_root_certificates {
-            reqwest::Certificate::from_der(der)?;
-        }
-        let guard = NetworkGuard::new(config.allow_private_network, config.allowed_hosts.clone());
-        Ok(Self {
-            client: Arc::new(OnceCell::new()),
-            config,
-            guard,
-        })
-    }
-
-    /// The HTTP client, built on the first call (off the async threads).
-    async fn client(&self) -> Result<&reqwest::Client, reqwest::Error> {
-        self.client
-            .get_or_try_init(|| async {
-                let (config, guard) = (self.config.clone(), self.guard.clone());
-                tokio::task::spawn_blocking(move || build_client(&config, &guard))
-                    .await
-                    .unwrap_or_else(|_| build_client(&self.config, &self.guard))
-            })
-            .await
-    }
-
     /// The limits in force.
     pub fn config(&self) -> &FetchConfig {
         &self.config
@@ -314,11 +334,9 @@ impl Fetcher {
                 what: parsed.to_string(),
                 reason,
             })?;
-        let client = self
+        let mut response = self
             .client()
-            .await
-            .map_err(|e| self.transport_error(&parsed, e))?;
-        let mut response = client
+            .await?
             .get(parsed.clone())
             .header(reqwest::header::ACCEPT, ACCEPT)
             .send()

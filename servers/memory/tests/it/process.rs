@@ -173,3 +173,112 @@ async fn two_processes_writing_one_database_lose_nothing() {
         "the index holds every memory"
     );
 }
+
+/// The WAL file's length (0 when it is absent).
+fn wal_len(db: &Path) -> u64 {
+    let mut wal = db.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::metadata(wal).map_or(0, |m| m.len())
+}
+
+#[tokio::test]
+async fn a_memory_saved_before_a_kill_is_found_by_the_next_process_first_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("memory.db");
+    let db_arg = db.clone();
+    let command = Command::new(env!("CARGO_BIN_EXE_nanohermes-memory")).configure(move |c| {
+        c.arg("--db").arg(db_arg);
+    });
+    let child = TokioChildProcess::new(command).unwrap();
+    let pid = child.id().expect("a running child");
+    let first = ().serve(child).await.unwrap();
+    let saved = call(
+        &first,
+        "memory_save",
+        serde_json::json!({"text": "survives SIGKILL", "kind": "fact"}),
+    )
+    .await;
+    assert_eq!(saved, (false, "saved as memory 1".to_string()));
+    // No clean shutdown, no checkpoint: the saved row must already be safe.
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    drop(first);
+
+    let second = spawn_on(&db).await;
+    let found = call(
+        &second,
+        "memory_search",
+        serde_json::json!({"query": "SIGKILL"}),
+    )
+    .await;
+    assert_eq!(
+        found,
+        (
+            false,
+            "1 memory matching \"SIGKILL\":\n[1] fact: survives SIGKILL\n".to_string()
+        )
+    );
+    second.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_session_that_only_reads_leaves_the_wal_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("memory.db");
+    {
+        let store = nanohermes_memory::MemoryStore::open(&db).unwrap();
+        store
+            .save("written beforehand", nanohermes_memory::Kind::Fact, &[])
+            .unwrap();
+    } // closed cleanly: checkpointed, the WAL removed
+    assert_eq!(wal_len(&db), 0);
+    let client = spawn_on(&db).await;
+    let listed = call(&client, "memory_list", serde_json::json!({})).await;
+    assert!(listed.1.contains("written beforehand"), "{}", listed.1);
+    // The server's open wrote nothing: no WAL frame, so no fsync at start.
+    assert_eq!(wal_len(&db), 0, "the server wrote to the WAL while opening");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_database_that_cannot_be_opened_lets_the_server_start_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("not-a-dir");
+    std::fs::write(&blocker, "a file where the directory should be").unwrap();
+    let db = blocker.join("memory.db");
+    let client = spawn_on(&db).await;
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 4);
+    let (is_error, text) = call(&client, "memory_list", serde_json::json!({})).await;
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains(&format!("cannot open the memory database {}", db.display())),
+        "{text}"
+    );
+    // Fixed while the server runs: the next call opens the file.
+    std::fs::remove_file(&blocker).unwrap();
+    let (is_error, text) = call(&client, "memory_list", serde_json::json!({})).await;
+    assert_eq!((is_error, text.as_str()), (false, "no memories saved yet"));
+    client.cancel().await.unwrap();
+}
+
+#[test]
+fn print_schema_creates_no_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("memory.db");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nanohermes-memory"))
+        .arg("--print-schema")
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("memory_search"));
+    assert!(!db.exists(), "--print-schema created the database");
+}

@@ -301,3 +301,84 @@ fn an_old_memory_with_every_term_is_found_past_the_candidate_bound() {
     assert_eq!(search_ids(&store, "rust 中文")[0], old_zh);
     assert_eq!(search_ids(&store, "zeppelin rust")[0], old_rare);
 }
+
+/// The WAL file's length (0 when it is absent).
+fn wal_len(db: &std::path::Path) -> u64 {
+    let mut wal = db.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::metadata(wal).map_or(0, |m| m.len())
+}
+
+#[test]
+fn opening_a_current_database_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    let id = {
+        let store = MemoryStore::open(&path).unwrap();
+        new_id(store.save("kept across opens", Kind::Fact, &[]).unwrap())
+    };
+    // A write at open would append a WAL frame, whose first one costs an
+    // fsync of the WAL and its directory.
+    let store = MemoryStore::open(&path).unwrap();
+    assert_eq!(wal_len(&path), 0, "opening wrote to the WAL");
+    assert_eq!(search_ids(&store, "kept"), vec![id]);
+    assert_eq!(wal_len(&path), 0, "a search wrote to the WAL");
+    store
+        .save("a write still goes to the WAL", Kind::Fact, &[])
+        .unwrap();
+    assert!(wal_len(&path) > 0);
+}
+
+#[test]
+fn a_background_open_that_fails_is_reported_by_the_call_and_retried_by_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("not-a-dir");
+    std::fs::write(&blocker, "a file where the directory should be").unwrap();
+    let path = blocker.join("memory.db");
+    let store = MemoryStore::open_in_background(&path, "test");
+    let error = store.count().unwrap_err();
+    assert!(matches!(error, MemoryError::Open { .. }), "{error:?}");
+    let message = error.to_string();
+    assert!(
+        message.starts_with(&format!(
+            "cannot open the memory database {}: ",
+            path.display()
+        )),
+        "{message}"
+    );
+    std::fs::remove_file(&blocker).unwrap();
+    let id = new_id(
+        store
+            .save("saved after the retry", Kind::Fact, &[])
+            .unwrap(),
+    );
+    assert_eq!(search_ids(&store, "retry"), vec![id]);
+    assert!(path.is_file());
+}
+
+#[test]
+fn a_background_open_finds_what_an_earlier_store_saved() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    let id = {
+        let store = MemoryStore::open(&path).unwrap();
+        new_id(
+            store
+                .save("saved before the background open", Kind::Lesson, &[])
+                .unwrap(),
+        )
+    };
+    let store = MemoryStore::open_in_background(&path, "test");
+    assert_eq!(search_ids(&store, "background"), vec![id]);
+    assert_eq!(store.count().unwrap(), 1);
+}
+
+#[test]
+fn a_store_opened_on_first_use_creates_no_file_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("later/memory.db");
+    let store = MemoryStore::open_on_first_use(&path);
+    assert!(!path.exists());
+    assert_eq!(store.list(None, 10).unwrap(), vec![]);
+    assert!(path.is_file());
+}

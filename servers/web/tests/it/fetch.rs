@@ -254,3 +254,35 @@ async fn schema_file_matches_the_code() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas/web.json");
     check_schema_file(&path, &doc).unwrap();
 }
+
+#[tokio::test]
+async fn the_http_client_is_built_by_the_first_fetch_not_at_start() {
+    let addr = local::serve().await;
+    let fetcher = nanohermes_web::Fetcher::new(super::client::allowing(&[addr])).unwrap();
+    // Building it loads every system root certificate: not a start-up cost.
+    assert!(!fetcher.client_is_built());
+    let copy = fetcher.clone();
+    let page = fetcher
+        .fetch(&format!("http://{addr}/plain"), None)
+        .await
+        .unwrap();
+    assert!(page.text.contains("just text"), "{}", page.text);
+    assert!(fetcher.client_is_built());
+    assert!(copy.client_is_built(), "clones share the one client");
+}
+
+#[tokio::test]
+async fn a_client_that_cannot_be_built_fails_the_fetch_with_a_clear_error() {
+    let addr = local::serve().await;
+    let config = FetchConfig {
+        extra_root_certificates: vec![b"not a certificate".to_vec()],
+        ..super::client::allowing(&[addr])
+    };
+    let (err, text) = get(
+        &client_with(config, 10_000).await,
+        format!("http://{addr}/plain"),
+    )
+    .await;
+    assert!(err, "{text}");
+    assert!(text.starts_with("cannot start the HTTP client: "), "{text}");
+}
