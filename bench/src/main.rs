@@ -13,7 +13,9 @@
 //! task of trivial tools), `calls` (one call's round trip per transport),
 //! `rss` (peak memory of the agent and of its process tree), `serve`
 //! (`nanohermes serve` start to the first `run_task` progress), `tools`
-//! (grep against rg, memory search at 100 000 memories), `sizes`.
+//! (grep against rg, memory search at 100 000 memories), `sizes`, `ready`
+//! (each tool server's spawn → handshake answer → `tools/list` answer over
+//! stdio, both protocol eras, and its exit once stdin closes).
 
 // A benchmark prints its table.
 #![allow(clippy::print_stdout)]
@@ -24,6 +26,7 @@ mod calls;
 #[path = "../../agent/tests/support/mock_model.rs"]
 #[allow(dead_code, missing_docs, unreachable_pub)]
 mod mock_model;
+mod ready;
 mod serve_start;
 mod stats;
 mod tools;
@@ -36,7 +39,9 @@ use bins::Bins;
 use stats::{Table, bytes, median, quantile, show};
 
 /// Every section, in the order they run.
-const SECTIONS: [&str; 7] = ["start", "loop", "calls", "rss", "serve", "tools", "sizes"];
+const SECTIONS: [&str; 8] = [
+    "start", "loop", "calls", "rss", "serve", "tools", "sizes", "ready",
+];
 
 /// The command line: `[--runs N] [SECTION...]`.
 struct Args {
@@ -94,6 +99,7 @@ async fn main() -> anyhow::Result<()> {
             "serve" => serve(&bins, args.runs, &mut table).await?,
             "tools" => tool_figures(&bins, &mut table).await?,
             "sizes" => sizes(&bins, &mut table)?,
+            "ready" => ready_figures(&bins, args.runs, &mut table).await?,
             _ => unreachable!("checked by parse_args"),
         }
     }
@@ -364,4 +370,132 @@ fn sizes(bins: &Bins, table: &mut Table) -> anyhow::Result<()> {
         "",
     );
     Ok(())
+}
+
+/// The goal of a server's spawn → `tools/list` answer.
+fn ready_goal(name: &str) -> &'static str {
+    if name == "memory" {
+        "≤ 5 ms (tools/list)"
+    } else {
+        ""
+    }
+}
+
+fn ready_row(table: &mut Table, figure: &str, samples: &[ready::Ready], goal: &str) {
+    let mut first: Vec<Duration> = samples.iter().map(|r| r.handshake).collect();
+    let mut tools: Vec<Duration> = samples.iter().map(|r| r.tools).collect();
+    table.row(
+        figure,
+        format!(
+            "{} / {}",
+            show(quantile(&mut first, 0.5)),
+            show(quantile(&mut tools, 0.5))
+        ),
+        format!(
+            "p99 {} / {}",
+            show(quantile(&mut first, 0.99)),
+            show(quantile(&mut tools, 0.99))
+        ),
+        goal,
+    );
+}
+
+async fn ready_figures(bins: &Bins, runs: usize, table: &mut Table) -> anyhow::Result<()> {
+    let scratch = ready::Scratch::new()?;
+    // The floor under every figure below: starting and reaping a process
+    // that does nothing, on this machine at this moment.
+    let mut floor = tokio::task::block_in_place(|| ready::spawn_true(runs))?;
+    table.row(
+        "floor: spawn → exit of `true`",
+        show(quantile(&mut floor, 0.5)),
+        format!("p99 {}", show(quantile(&mut floor, 0.99))),
+        "",
+    );
+    let workspace = scratch.workspace().display().to_string();
+    let db = scratch.path("memory.db").display().to_string();
+    let mut exits = Vec::new();
+    for binary in bins::SERVERS {
+        let name = binary.trim_start_matches("nanohermes-");
+        let mut args = vec!["--root".to_owned(), workspace.clone()];
+        if name == "memory" {
+            args.extend(["--db".to_owned(), db.clone()]);
+        }
+        let own = ready::Launch {
+            label: binary.to_owned(),
+            program: bins.named(binary),
+            args: args.clone(),
+        };
+        let builtin = ready::Launch {
+            label: format!("nanohermes builtin {name}"),
+            program: bins.agent(),
+            args: ["builtin".to_owned(), name.to_owned()]
+                .into_iter()
+                .chain(args)
+                .collect(),
+        };
+        let mut legs = vec![
+            (&own, ready::Era::Legacy),
+            (&own, ready::Era::Modern),
+            (&builtin, ready::Era::Modern),
+        ];
+        if name == "memory" {
+            legs.push((&builtin, ready::Era::Legacy));
+        }
+        for (launch, era) in legs {
+            let samples = blocking_runs(launch, &scratch, era, runs, None).await?;
+            ready_row(
+                table,
+                &format!(
+                    "`{}` spawn → {} / → tools/list",
+                    launch.label,
+                    era.handshake()
+                ),
+                &samples,
+                ready_goal(name),
+            );
+            if launch.program != bins.agent() && era == ready::Era::Legacy {
+                exits.push((name, median(samples.iter().map(|r| r.exit).collect())));
+            }
+        }
+        if name == "memory" {
+            let dir = scratch.path("fresh");
+            std::fs::create_dir_all(&dir)?;
+            let fresh: &dyn Fn(usize) -> Vec<String> = &move |i: usize| {
+                let path = dir.join(format!("memory-{i}.db"));
+                vec!["--db".to_owned(), path.display().to_string()]
+            };
+            let mut launch = own.clone();
+            launch.args.truncate(2); // --root only; --db comes per run
+            let samples =
+                blocking_runs(&launch, &scratch, ready::Era::Legacy, runs, Some(fresh)).await?;
+            ready_row(
+                table,
+                "`nanohermes-memory` spawn → initialize / → tools/list, no database file yet",
+                &samples,
+                "",
+            );
+        }
+    }
+    let exits: Vec<String> = exits
+        .iter()
+        .map(|(name, exit)| format!("{name} {}", show(*exit)))
+        .collect();
+    table.row(
+        "server exit after stdin closes (medians)",
+        exits.join(", "),
+        String::new(),
+        "",
+    );
+    Ok(())
+}
+
+/// [`ready::runs`] on a blocking thread (the exchange is plain pipe I/O).
+async fn blocking_runs(
+    launch: &ready::Launch,
+    scratch: &ready::Scratch,
+    era: ready::Era,
+    runs: usize,
+    fresh: Option<&dyn Fn(usize) -> Vec<String>>,
+) -> anyhow::Result<Vec<ready::Ready>> {
+    tokio::task::block_in_place(|| ready::runs(launch, scratch, era, runs, fresh))
 }
