@@ -370,3 +370,23 @@ fn danger_full_access_confines_nothing_and_says_so() {
     assert_eq!(sandbox.status(), "danger-full-access (no sandbox)");
     assert_eq!(sandbox.startup_warning(), None);
 }
+
+/// A sandbox made before the probe answered (as the servers make theirs at
+/// start, while `cli::main`'s probe thread runs) reads the system's support
+/// when it first needs it, and enforces what the probe found.
+#[tokio::test]
+async fn a_sandbox_made_while_the_probe_runs_enforces_what_the_probe_found() {
+    let dirs = dirs();
+    let policy = policy(SandboxMode::WorkspaceWrite, false);
+    Support::probe_in_background();
+    let early = Sandbox::new(policy.clone(), &dirs.root);
+    let probed = Sandbox::with_support(policy, &dirs.root, Support::probe().clone());
+    assert_eq!(early.missing(), probed.missing());
+    assert_eq!(early.status(), probed.status());
+    let target = dirs.sibling.join("f");
+    let (ok, text) = run(&early, &dirs, &format!("echo x > '{}'", target.display())).await;
+    assert!(
+        !ok && !target.exists(),
+        "a write outside the root was allowed: {text}"
+    );
+}
