@@ -393,6 +393,14 @@ fn open_connection(path: &Path) -> Result<Connection, MemoryError> {
     }
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "cache_size", -CACHE_KIB)?;
+    // Closing would checkpoint the WAL into the file, with two fsyncs, on
+    // the owner's exit path (the agent's, when served in-process). The WAL
+    // is as durable as `synchronous = NORMAL` makes any commit; the next
+    // open (or SQLite's own 1000-page checkpoint) folds it in.
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+        true,
+    )?;
     migrate(&mut conn)?;
     Ok(conn)
 }
