@@ -31,11 +31,12 @@ use crate::compaction::{self, CompactionConfig};
 use crate::history::{CallIds, assistant_message, system_message, tool_message, user_message};
 use crate::hooks::Hooks;
 use crate::interrupt::Interrupt;
-use crate::llm::{AssistantTurn, ChatEvent, Client, LlmError, ToolCall};
+use crate::llm::{AssistantTurn, ChatEvent, Client, JsonList, LlmError, ToolCall};
 use crate::policy::approval::{Approvals, DENIED};
 use crate::policy::{Policy, Verdict};
 use crate::recall;
 use crate::toolbox::ToolBox;
+use crate::transcript::Transcript;
 use crate::ui::Ui;
 use crate::usage::UsageLedger;
 
@@ -95,7 +96,7 @@ pub struct Agent<T> {
     client: Client,
     tools: T,
     config: AgentConfig,
-    messages: Vec<Value>,
+    messages: Transcript,
     call_ids: CallIds,
     usage: UsageLedger,
     interrupt: Interrupt,
@@ -112,7 +113,7 @@ impl<T: ToolBox> Agent<T> {
             client,
             tools,
             config,
-            messages: vec![system_message(system_prompt)],
+            messages: Transcript::new([system_message(system_prompt)]),
             call_ids: CallIds::default(),
             usage: UsageLedger::default(),
             interrupt: Interrupt::default(),
@@ -234,7 +235,11 @@ impl<T: ToolBox> Agent<T> {
             compaction::summary_request(&self.messages[1..cut], self.compaction.threshold_chars);
         // One request without tools; its text is not shown and a failure
         // only costs the summary.
-        let summary = match self.client.chat(&request, &[], &mut |_| {}).await {
+        let summary = match self
+            .client
+            .chat((&request).into(), JsonList::Values(&[]), &mut |_| {})
+            .await
+        {
             Ok(turn) => {
                 self.usage.record(turn.usage);
                 Some(turn.content)
@@ -242,7 +247,7 @@ impl<T: ToolBox> Agent<T> {
             Err(_) => None,
         };
         let replacement = compaction::summary_message(summary.as_deref());
-        compaction::splice(&mut self.messages, cut, replacement).len()
+        self.messages.splice(1..cut, vec![replacement]).len()
     }
 
     /// Compacts when the history is past its limits, and says so.
@@ -275,7 +280,11 @@ impl<T: ToolBox> Agent<T> {
         let first = {
             let mut on_event = |event: ChatEvent<'_>| report(ui, event);
             self.client
-                .chat(&self.messages, self.tools.declarations(), &mut on_event)
+                .chat(
+                    (&self.messages).into(),
+                    self.tools.encoded_declarations(),
+                    &mut on_event,
+                )
                 .await
         };
         match first {
@@ -288,7 +297,11 @@ impl<T: ToolBox> Agent<T> {
                 }
                 let mut on_event = |event: ChatEvent<'_>| report(ui, event);
                 self.client
-                    .chat(&self.messages, self.tools.declarations(), &mut on_event)
+                    .chat(
+                    (&self.messages).into(),
+                    self.tools.encoded_declarations(),
+                    &mut on_event,
+                )
                     .await
             }
             other => other,
@@ -297,6 +310,12 @@ impl<T: ToolBox> Agent<T> {
 
     /// The history, system message first.
     pub fn messages(&self) -> &[Value] {
+        &self.messages
+    }
+
+    /// The history with its encodings and serial numbers (what sessions
+    /// are written from).
+    pub fn transcript(&self) -> &Transcript {
         &self.messages
     }
 
@@ -503,13 +522,13 @@ impl<T: ToolBox> Agent<T> {
             .rev()
             .find(|(_, m)| m["role"] == "user" && !compaction::is_compaction_message(m))
             .map(|(index, _)| index)?;
-        Some(self.messages.drain(start..).count())
+        Some(self.messages.truncate_from(start))
     }
 
     /// Starts over (`/reset`): only the system message stays. Returns how
     /// many messages went. Usage and used call ids are kept.
     pub fn reset(&mut self) -> usize {
-        self.messages.drain(1..).count()
+        self.messages.truncate_from(1)
     }
 
     /// Puts a new permission gate in place (`/mode`) for the next call.

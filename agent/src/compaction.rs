@@ -136,12 +136,6 @@ pub fn is_compaction_message(message: &Value) -> bool {
             .is_some_and(|c| c.starts_with(SUMMARY_HEADER) || c == OMISSION_NOTE)
 }
 
-/// Replaces `messages[1..cut]` with `replacement`; returns the dropped part.
-pub fn splice(messages: &mut Vec<Value>, cut: usize, replacement: Value) -> Vec<Value> {
-    let dropped: Vec<Value> = messages.splice(1..cut, [replacement]).collect();
-    dropped
-}
-
 /// `text` cut after its `SUMMARY_WORDS`th word (whitespace-separated),
 /// line breaks kept.
 fn first_words(text: &str) -> String {

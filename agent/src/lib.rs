@@ -58,5 +58,6 @@ pub mod repl;
 pub mod serve;
 pub mod session;
 pub mod toolbox;
+pub mod transcript;
 pub mod ui;
 pub mod usage;

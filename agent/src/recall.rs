@@ -19,8 +19,9 @@ use serde_json::{Map, Value, json};
 
 use crate::compaction::transcript_line;
 use crate::history::user_message;
-use crate::llm::{Client, Usage};
+use crate::llm::{Client, JsonList, Usage};
 use crate::toolbox::ToolBox;
+use crate::transcript::Transcript;
 
 /// The first line of the recalled-memories block in the system message.
 pub const BLOCK_BEGIN: &str = "<recalled_memories>";
@@ -151,15 +152,20 @@ pub fn without_block(system: &str) -> &str {
 pub async fn refresh_block<T: ToolBox>(
     tools: &T,
     names: &MemoryTools,
-    messages: &mut [Value],
+    messages: &mut Transcript,
     query: &str,
 ) -> Result<usize, String> {
     let found = search(tools, names, query, SEARCH_LIMIT).await;
     let hits = found.as_deref().unwrap_or_default();
-    if let Some(system) = messages.first_mut().filter(|m| m["role"] == "system")
-        && let Some(text) = system["content"].as_str()
-    {
-        system["content"] = Value::String(with_block(text, hits));
+    let system_text = messages
+        .first()
+        .filter(|m| m["role"] == "system")
+        .and_then(|m| m["content"].as_str());
+    if let Some(text) = system_text {
+        let refreshed = with_block(text, hits);
+        if refreshed != text {
+            messages.edit(0, |system| system["content"] = Value::String(refreshed));
+        }
     }
     found.map(|hits| hits.len())
 }
@@ -255,7 +261,7 @@ pub async fn distil<T: ToolBox>(
     };
     let request = distil_request(last_turn(messages));
     let turn = client
-        .chat(&request, &[], &mut |_| {})
+        .chat((&request).into(), JsonList::Values(&[]), &mut |_| {})
         .await
         .map_err(|e| format!("the distillation request failed: {e}"))?;
     let mut done = Distilled {

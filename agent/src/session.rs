@@ -533,7 +533,7 @@ impl<U: crate::ui::Ui> crate::ui::Ui for Keeper<U> {
         self.inner.step(step, calls);
     }
 
-    fn checkpoint(&mut self, messages: &[Value]) {
+    fn checkpoint(&mut self, messages: &crate::transcript::Transcript) {
         self.file.messages = messages.get(1..).unwrap_or_default().to_vec();
         if let Some(surfaced) = &self.surfaced {
             self.file.surfaced = surfaced.names();

@@ -47,6 +47,12 @@ pub trait ToolBox {
     /// OpenAI `tools` array entries, sent with every request.
     fn declarations(&self) -> &[Value];
 
+    /// [`declarations`](Self::declarations) as a request sends them; a box
+    /// that keeps their encoding between requests returns it here.
+    fn encoded_declarations(&self) -> crate::llm::JsonList<'_> {
+        crate::llm::JsonList::Values(self.declarations())
+    }
+
     /// Facts about the tool `name`, or `None` when no such tool is declared.
     fn facts(&self, name: &str) -> Option<ToolFacts>;
 
@@ -90,6 +96,10 @@ pub fn unknown_tool_message(name: &str, declared: &[String]) -> String {
 impl ToolBox for Hub {
     fn declarations(&self) -> &[Value] {
         Hub::declarations(self)
+    }
+
+    fn encoded_declarations(&self) -> crate::llm::JsonList<'_> {
+        crate::llm::JsonList::Encoded(Hub::encoded_declarations(self))
     }
 
     fn facts(&self, name: &str) -> Option<ToolFacts> {

@@ -8,6 +8,7 @@ use std::io::Write;
 use serde_json::Value;
 
 use crate::llm::{ToolCall, Usage};
+use crate::transcript::Transcript;
 
 /// Receives the events of a run.
 pub trait Ui: Send {
@@ -30,7 +31,7 @@ pub trait Ui: Send {
     /// A step boundary: `messages` (system message first) is a valid
     /// history here, every call answered. Where sessions are kept, this is
     /// where they are written.
-    fn checkpoint(&mut self, _messages: &[Value]) {}
+    fn checkpoint(&mut self, _messages: &Transcript) {}
     /// The run is over (done, interrupted or at its iteration limit): what
     /// the checkpoints wrote for a killed process must now survive a
     /// crash too (sessions are fsynced here, not at every step).
@@ -58,7 +59,7 @@ impl<U: Ui + ?Sized> Ui for &mut U {
     fn step(&mut self, step: usize, calls: &[ToolCall]) {
         (**self).step(step, calls);
     }
-    fn checkpoint(&mut self, messages: &[Value]) {
+    fn checkpoint(&mut self, messages: &Transcript) {
         (**self).checkpoint(messages);
     }
     fn settled(&mut self) {

@@ -112,6 +112,7 @@ mod builtin;
 mod builtin_main;
 pub mod compact;
 mod connect;
+mod declarations;
 pub mod deferred;
 pub mod era;
 mod http;
@@ -319,7 +320,7 @@ pub struct Hub {
     /// Per server, in `servers` order: which of its tools may be called.
     filters: Vec<ToolFilter>,
     tools: Vec<ToolInfo>,
-    declarations: Vec<Value>,
+    declarations: declarations::Declarations,
     /// Model name → (index in `tools`, index in `servers`).
     by_name: HashMap<String, (usize, usize)>,
     warnings: Vec<String>,
@@ -409,7 +410,7 @@ impl Hub {
             call_timeouts: Vec::new(),
             filters: Vec::new(),
             tools: Vec::new(),
-            declarations: Vec::new(),
+            declarations: declarations::Declarations::default(),
             by_name: HashMap::new(),
             warnings: Vec::new(),
             max_output: config.max_output,
@@ -610,6 +611,12 @@ impl Hub {
     /// Every tool unless [`offer_only`](Self::offer_only) narrowed them.
     pub fn declarations(&self) -> &[Value] {
         &self.declarations
+    }
+
+    /// [`declarations`](Self::declarations), each as the JSON a request
+    /// sends (kept until the declarations change).
+    pub fn encoded_declarations(&self) -> &[Box<serde_json::value::RawValue>] {
+        self.declarations.encoded()
     }
 
     /// The tool the model calls `name`.

@@ -8,19 +8,68 @@
 //! is on. Nothing else (`top_p`, `seed`, penalties): each extra field is one
 //! more way for a compatible server to refuse the request.
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// A JSON array of a request (its messages, its tools): values to
+/// serialise, or items already encoded ([`crate::transcript::Transcript`]),
+/// which cost a copy instead of a serialisation at every request.
+#[derive(Debug, Clone, Copy)]
+pub enum JsonList<'a> {
+    /// Values serialised when the body is built.
+    Values(&'a [Value]),
+    /// Items encoded earlier, copied as they are.
+    Encoded(&'a [Box<RawValue>]),
+}
+
+impl JsonList<'_> {
+    /// Whether the array is empty.
+    pub fn is_empty(&self) -> bool {
+        match self {
+            JsonList::Values(items) => items.is_empty(),
+            JsonList::Encoded(items) => items.is_empty(),
+        }
+    }
+}
+
+impl<'a> From<&'a [Value]> for JsonList<'a> {
+    fn from(values: &'a [Value]) -> Self {
+        JsonList::Values(values)
+    }
+}
+
+impl<'a> From<&'a Vec<Value>> for JsonList<'a> {
+    fn from(values: &'a Vec<Value>) -> Self {
+        JsonList::Values(values)
+    }
+}
+
+impl<'a> From<&'a crate::transcript::Transcript> for JsonList<'a> {
+    fn from(transcript: &'a crate::transcript::Transcript) -> Self {
+        JsonList::Encoded(transcript.encoded())
+    }
+}
+
+impl Serialize for JsonList<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            JsonList::Values(items) => items.serialize(serializer),
+            JsonList::Encoded(items) => items.serialize(serializer),
+        }
+    }
+}
 
 /// The request body, serialized without copying the history.
 #[derive(Debug, Serialize)]
 pub struct ChatBody<'a> {
     model: &'a str,
-    messages: &'a [Value],
+    messages: JsonList<'a>,
     temperature: f64,
     max_tokens: u32,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    tools: Option<&'a [Value]>,
+    tools: Option<JsonList<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -52,8 +101,8 @@ impl<'a> ChatBody<'a> {
     pub fn new(
         options: &BodyOptions,
         model: &'a str,
-        messages: &'a [Value],
-        tools: &'a [Value],
+        messages: JsonList<'a>,
+        tools: JsonList<'a>,
     ) -> Self {
         let has_tools = !tools.is_empty();
         ChatBody {
@@ -92,7 +141,9 @@ mod tests {
 
     fn body(options: &BodyOptions, tools: &[Value]) -> Value {
         let messages = [json!({"role":"user","content":"hi"})];
-        serde_json::from_slice(&ChatBody::new(options, "m", &messages, tools).to_bytes()).unwrap()
+        let messages = JsonList::Values(&messages);
+        let tools = JsonList::Values(tools);
+        serde_json::from_slice(&ChatBody::new(options, "m", messages, tools).to_bytes()).unwrap()
     }
 
     #[test]
@@ -108,6 +159,28 @@ mod tests {
                 "stream_options": {"include_usage": true}
             })
         );
+    }
+
+    #[test]
+    fn encoded_items_make_the_same_body_as_their_values() {
+        let messages = [
+            json!({"role":"system","content":"s"}),
+            json!({"role":"user","content":"é \"quoted\"\n"}),
+        ];
+        let tools = [json!({"type":"function","function":{"name":"x"}})];
+        let transcript = crate::transcript::Transcript::new(messages.clone());
+        let tools_encoded: Vec<Box<RawValue>> = tools
+            .iter()
+            .map(|t| serde_json::value::to_raw_value(t).unwrap())
+            .collect();
+        let plain = ChatBody::new(&OPTIONS, "m", (&messages[..]).into(), (&tools[..]).into());
+        let encoded = ChatBody::new(
+            &OPTIONS,
+            "m",
+            (&transcript).into(),
+            JsonList::Encoded(&tools_encoded),
+        );
+        assert_eq!(plain.to_bytes(), encoded.to_bytes());
     }
 
     #[test]

@@ -31,7 +31,7 @@ use std::time::{Duration, SystemTime};
 use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
 use serde_json::Value;
 
-pub use body::BodyOptions;
+pub use body::{BodyOptions, JsonList};
 pub use error::LlmError;
 pub use retry::RetryPolicy;
 pub use turn::{AssistantTurn, ToolCall, Usage};
@@ -161,8 +161,8 @@ impl Client {
     /// retry notices go to `on_event` as they happen.
     pub async fn chat(
         &self,
-        messages: &[Value],
-        tools: &[Value],
+        messages: JsonList<'_>,
+        tools: JsonList<'_>,
         on_event: &mut (dyn FnMut(ChatEvent<'_>) + Send),
     ) -> Result<AssistantTurn, LlmError> {
         let policy = self.settings.retry;
@@ -206,8 +206,8 @@ impl Client {
     async fn attempt(
         &self,
         model: &str,
-        messages: &[Value],
-        tools: &[Value],
+        messages: JsonList<'_>,
+        tools: JsonList<'_>,
         echo: &mut Echo<'_>,
     ) -> Result<AssistantTurn, LlmError> {
         let base_url = &self.settings.base_url;

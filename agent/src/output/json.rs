@@ -45,7 +45,7 @@ impl Ui for JsonUi {
         self.clock.stop();
     }
 
-    fn checkpoint(&mut self, _messages: &[serde_json::Value]) {
+    fn checkpoint(&mut self, _messages: &crate::transcript::Transcript) {
         self.clock.start();
     }
 

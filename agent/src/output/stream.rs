@@ -201,7 +201,7 @@ impl Ui for StreamJsonUi {
         self.clock.stop();
     }
 
-    fn checkpoint(&mut self, _messages: &[Value]) {
+    fn checkpoint(&mut self, _messages: &crate::transcript::Transcript) {
         self.clock.start();
     }
 

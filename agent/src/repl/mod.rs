@@ -227,7 +227,6 @@ impl Repl {
 
     /// Writes the session after a command changed the history.
     fn save(&mut self) {
-        let messages = self.agent.messages().to_vec();
-        self.ui.checkpoint(&messages);
+        self.ui.checkpoint(self.agent.transcript());
     }
 }

@@ -175,7 +175,7 @@ impl Ui for ReplUi {
         }
     }
 
-    fn checkpoint(&mut self, _messages: &[serde_json::Value]) {
+    fn checkpoint(&mut self, _messages: &crate::transcript::Transcript) {
         // After a step's results the loop asks the model again.
         if std::mem::take(&mut self.after_tools) {
             self.wait();

@@ -104,7 +104,7 @@ impl Ui for ServeUi {
         let _ = self.notes.send((step as f64, line));
     }
 
-    fn checkpoint(&mut self, messages: &[Value]) {
+    fn checkpoint(&mut self, messages: &crate::transcript::Transcript) {
         if let Some(session) = &mut self.session {
             session.file.messages = messages.get(1..).unwrap_or_default().to_vec();
             save(session, Durability::ProcessDeath);

@@ -4,7 +4,7 @@
 
 use nanohermes::agent::Outcome;
 use nanohermes::compaction::{
-    self, CompactionConfig, OMISSION_NOTE, SUMMARY_HEADER, cut_point, splice, summary_message,
+    self, CompactionConfig, OMISSION_NOTE, SUMMARY_HEADER, cut_point, summary_message,
 };
 use nanohermes::history::{system_message, tool_message, user_message};
 use nanohermes::llm::Client;
@@ -88,6 +88,15 @@ fn compaction_never_orphans_a_tool_message_over_random_histories() {
             }
         }
     }
+}
+
+/// What the loop does at a cut: `messages[1..cut]` becomes `replacement`,
+/// through the transcript the agent keeps.
+fn splice(messages: &mut Vec<Value>, cut: usize, replacement: Value) -> Vec<Value> {
+    let mut transcript = nanohermes::transcript::Transcript::new(std::mem::take(messages));
+    let dropped = transcript.splice(1..cut, vec![replacement]);
+    *messages = transcript.to_vec();
+    dropped
 }
 
 #[test]

@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-use nanohermes::llm::{ChatEvent, Client, LlmError, ModelSettings};
+use nanohermes::llm::{ChatEvent, Client, JsonList, LlmError, ModelSettings};
 use serde_json::{Value, json};
 
 use crate::support::history::assert_requests_valid;
@@ -30,7 +30,7 @@ async fn chat(settings: ModelSettings) -> (Result<nanohermes::llm::AssistantTurn
         ChatEvent::Retry { attempt, delay, .. } => seen.retries.push((attempt, delay)),
         ChatEvent::Fallback { model, .. } => seen.fallbacks.push(model.to_owned()),
     };
-    let result = client.chat(&history(), &[], &mut on_event).await;
+    let result = client.chat((&history()).into(), JsonList::Values(&[]), &mut on_event).await;
     (result, seen)
 }
 

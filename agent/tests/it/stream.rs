@@ -2,7 +2,7 @@
 //! error frames, tool-call deltas without `index`. Client level: one
 //! `Client::chat` per test against the scripted model.
 
-use nanohermes::llm::{AssistantTurn, ChatEvent, Client, LlmError, ModelSettings};
+use nanohermes::llm::{AssistantTurn, ChatEvent, Client, JsonList, LlmError, ModelSettings};
 use serde_json::{Value, json};
 
 use crate::support::history::assert_requests_valid;
@@ -27,7 +27,7 @@ async fn chat(settings: ModelSettings) -> (Result<AssistantTurn, LlmError>, Stri
         ChatEvent::Retry { error, .. } => retries.push(error.to_string()),
         ChatEvent::Fallback { .. } => {}
     };
-    let result = client.chat(&history(), &[], &mut on_event).await;
+    let result = client.chat((&history()).into(), JsonList::Values(&[]), &mut on_event).await;
     (result, shown, retries)
 }
 
