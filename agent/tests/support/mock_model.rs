@@ -158,6 +158,8 @@ async fn serve(
     let Some((path, headers, body)) = read_request(&mut stream).await else {
         return;
     };
+    // When the request arrived, before this mock spends time parsing it.
+    let at = Instant::now();
     let body_len = body.len();
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let refused = strict
@@ -181,7 +183,7 @@ async fn serve(
             headers,
             body,
             body_len,
-            at: Instant::now(),
+            at,
         });
         step
     };
