@@ -95,6 +95,31 @@ impl Builtin {
         }
     }
 
+    /// The tools the server lists, read from its committed schema document
+    /// (`schemas/NAME.json`) instead of from a running server, so the hub
+    /// can declare them without starting it (server.rs, "Started on first
+    /// use"). Each server's schema test keeps the document equal to what
+    /// its code lists, and `the_committed_listing_is_what_each_builtin_lists`
+    /// checks it under every option that reaches a built-in.
+    pub(crate) fn listed_tools(self) -> anyhow::Result<Vec<rmcp::model::Tool>> {
+        let document = match self {
+            Builtin::Files => include_str!("../../../schemas/files.json"),
+            Builtin::Grep => include_str!("../../../schemas/grep.json"),
+            Builtin::Shell => include_str!("../../../schemas/shell.json"),
+            Builtin::Git => include_str!("../../../schemas/git.json"),
+            Builtin::Memory => include_str!("../../../schemas/memory.json"),
+            Builtin::Todo => include_str!("../../../schemas/todo.json"),
+            Builtin::Web => include_str!("../../../schemas/web.json"),
+        };
+        #[derive(serde::Deserialize)]
+        struct Document {
+            tools: Vec<rmcp::model::Tool>,
+        }
+        let document: Document = serde_json::from_str(document)
+            .with_context(|| format!("the committed tool list of {} is damaged", self.name()))?;
+        Ok(document.tools)
+    }
+
     /// Looks a built-in up by [`name`](Self::name).
     pub fn from_name(name: &str) -> Option<Builtin> {
         Self::ALL.iter().copied().find(|b| b.name() == name)
@@ -174,4 +199,83 @@ where
     S: rmcp::ServerHandler + rmcp::service::Service<rmcp::RoleServer>,
 {
     Ok(serve_in_process(server, client_config(None)).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_tools::Workspace;
+    use mcp_tools::spawn::{SandboxMode, SandboxPolicy};
+
+    /// Every option a built-in is constructed with that could change what
+    /// it lists.
+    fn option_sets() -> Vec<BuiltinOptions> {
+        let mut sets = vec![BuiltinOptions::default()];
+        sets.push(BuiltinOptions {
+            allow_private_network: true,
+            ..BuiltinOptions::default()
+        });
+        for mode in [
+            SandboxMode::WorkspaceWrite,
+            SandboxMode::ReadOnly,
+            SandboxMode::DangerFullAccess,
+        ] {
+            for network in [false, true] {
+                sets.push(BuiltinOptions {
+                    allow_private_network: false,
+                    sandbox: SandboxPolicy {
+                        mode,
+                        network,
+                        ..SandboxPolicy::default()
+                    },
+                });
+            }
+        }
+        sets
+    }
+
+    /// The server started for real, in-process, the way the hub starts it
+    /// (the memory server on a database of its own, not the user's).
+    async fn started(builtin: Builtin, ctx: ToolContext, options: BuiltinOptions) -> Client {
+        match builtin {
+            Builtin::Memory => {
+                let path = ctx.workspace.root().join("memory.db");
+                let store = nanohermes_memory::MemoryStore::open(&path).unwrap();
+                let server = nanohermes_memory::MemoryServer::new(ctx, store);
+                serve_in_process(server, client_config(None)).await.unwrap()
+            }
+            _ => builtin.connect(ctx, options).await.unwrap(),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_committed_listing_is_what_each_builtin_lists() {
+        let dir = tempfile::tempdir().unwrap();
+        for builtin in Builtin::ALL.iter().copied() {
+            let listed = serde_json::to_value(builtin.listed_tools().unwrap()).unwrap();
+            for options in option_sets() {
+                let ctx = ToolContext {
+                    workspace: Workspace::new(dir.path()).unwrap(),
+                    max_output: 30_000,
+                };
+                let client = started(builtin, ctx, options.clone()).await;
+                let live = serde_json::to_value(client.list_all_tools().await.unwrap()).unwrap();
+                assert_eq!(live, listed, "{} with {options:?}", builtin.name());
+                // What a server declared but not started cannot offer.
+                let info = client.peer().peer_info().unwrap();
+                assert!(
+                    info.capabilities.resources.is_none() && info.capabilities.prompts.is_none(),
+                    "{} offers resources or prompts",
+                    builtin.name()
+                );
+                assert_eq!(
+                    super::super::connect::era_of(&client),
+                    super::super::era::Era::Legacy,
+                    "the era an unstarted {} reports",
+                    builtin.name()
+                );
+                let _ = client.cancel().await;
+            }
+        }
+    }
 }

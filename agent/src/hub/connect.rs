@@ -116,6 +116,20 @@ fn says_legacy(error: &anyhow::Error) -> bool {
 }
 
 impl Launch {
+    /// The tools this server lists, when they are known without starting
+    /// it: a built-in in this process ([`Builtin::listed_tools`]). A
+    /// listing that does not parse is logged and the server starts as any
+    /// other.
+    pub(crate) fn listed_tools(&self) -> Option<Vec<rmcp::model::Tool>> {
+        let Launch::InProcess(builtin, _, _) = self else {
+            return None;
+        };
+        builtin
+            .listed_tools()
+            .inspect_err(|e| tracing::warn!("{e:#}; starting {} now", builtin.name()))
+            .ok()
+    }
+
     /// Starts the server and completes its handshake.
     /// `elicitor` answers the server's elicitations (input.rs).
     pub(crate) async fn connect(
@@ -234,7 +248,7 @@ fn shell_word(word: &str) -> String {
     shlex::try_quote(word).map_or_else(|_| word.to_owned(), |q| q.into_owned())
 }
 
-fn era_of(client: &Client) -> Era {
+pub(crate) fn era_of(client: &Client) -> Era {
     client
         .peer()
         .peer_info()

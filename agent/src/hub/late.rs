@@ -69,6 +69,21 @@ pub(crate) fn spawn_start(planned: Planned) -> JoinHandle<Outcome> {
             planned.filter,
             where_,
         );
+        // A built-in in this process whose tools are known is declared now
+        // and started by its first call; a required one starts now, so a
+        // failure still stops the hub.
+        let known = (!planned.required)
+            .then(|| planned.launch.listed_tools())
+            .flatten();
+        if let Some(tools) = known {
+            let server = Server::unstarted(
+                planned.name,
+                planned.launch,
+                planned.startup_timeout,
+                super::era::Era::Legacy,
+            );
+            return Ok(((server, tools), meta));
+        }
         Server::start(
             planned.name,
             planned.launch,

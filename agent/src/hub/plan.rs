@@ -32,6 +32,9 @@ pub(crate) struct Planned {
     pub(crate) launch: Launch,
     /// Who answers its elicitations.
     pub(crate) elicitor: Option<SharedElicitor>,
+    /// A failed start stops the hub (`required = true`), so it starts at
+    /// once, never on first use.
+    pub(crate) required: bool,
 }
 
 /// `enabled_tools` (an allow-list, when set) then `disabled_tools`, on the
@@ -136,6 +139,7 @@ pub(crate) fn plan(
         None => spec.tool_timeout,
     };
     Ok(Planned {
+        required: spec.required,
         name: spec.name.clone(),
         prefixed: builtin.is_none(),
         trusted: trusted_annotations(&spec.origin),

@@ -89,9 +89,15 @@ enum Death {
 }
 
 struct State {
-    /// `None` once shut down.
+    /// `None` before the first start of a server started on first use,
+    /// and once shut down.
     connection: Option<Connection>,
-    peer: Peer<RoleClient>,
+    /// `None` until the first start.
+    peer: Option<Peer<RoleClient>>,
+    /// Declared but not started yet: the first call starts it.
+    unstarted: bool,
+    /// The hub shut it down: nothing starts it again.
+    shut_down: bool,
     /// Bumped by every restart, so a late failure of an old connection does
     /// not mark the new one dead.
     generation: u64,
@@ -142,7 +148,9 @@ impl Server {
         };
         let state = State {
             era: connection.era,
-            peer: connection.client.peer().clone(),
+            peer: Some(connection.client.peer().clone()),
+            unstarted: false,
+            shut_down: false,
             connection: Some(connection),
             generation: 0,
             dead: None,
@@ -160,14 +168,50 @@ impl Server {
         Ok((server, tools))
     }
 
+    /// A server whose tools are already known (a built-in's, from its
+    /// committed listing), declared without starting it: the first call,
+    /// or any other request, starts it in [`Server::restart`]'s place and
+    /// without counting as a restart. Why: a run starts faster, keeps less
+    /// code in memory and exits sooner by starting only the built-ins its
+    /// model calls. Its tool list never changes, so there is nothing to
+    /// listen to before it runs; it has no resources or prompts (checked by
+    /// `the_committed_listing_is_what_each_builtin_lists`).
+    pub(crate) fn unstarted(
+        name: String,
+        launch: Launch,
+        startup_timeout: Duration,
+        era: Era,
+    ) -> Server {
+        let state = State {
+            connection: None,
+            peer: None,
+            unstarted: true,
+            shut_down: false,
+            generation: 0,
+            dead: None,
+            restarts: 0,
+            era,
+        };
+        Server {
+            name,
+            launch,
+            startup_timeout,
+            state: RwLock::new(state),
+            restart_lock: tokio::sync::Mutex::new(()),
+            stderr: Arc::new(StderrTail::default()),
+            elicitor: None,
+        }
+    }
+
     /// The server's name.
     pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
-    /// Whether the connection is open and not known to be dead.
+    /// Whether the connection is open and not known to be dead, or the
+    /// server waits for its first use.
     pub(crate) fn is_running(&self) -> bool {
-        self.live_peer().is_some()
+        self.read().unstarted || self.live_peer().is_some()
     }
 
     /// Calls `tool` with `arguments` and renders the answer for the model.
@@ -340,7 +384,12 @@ impl Server {
     /// then SIGKILL (rmcp's graceful shutdown), then the rest of its tree
     /// is killed.
     pub(crate) async fn shutdown(&self) {
-        let connection = self.write().connection.take();
+        let connection = {
+            let mut state = self.write();
+            state.unstarted = false;
+            state.shut_down = true;
+            state.connection.take()
+        };
         if let Some(connection) = connection {
             connection.close().await;
         }
@@ -349,10 +398,11 @@ impl Server {
     /// The current peer, unless the server is known or found to be down.
     fn live_peer(&self) -> Option<(Peer<RoleClient>, u64)> {
         let state = self.read();
-        if state.dead.is_some() || state.connection.is_none() || state.peer.is_transport_closed() {
+        let peer = state.peer.as_ref()?;
+        if state.dead.is_some() || state.connection.is_none() || peer.is_transport_closed() {
             return None;
         }
-        Some((state.peer.clone(), state.generation))
+        Some((peer.clone(), state.generation))
     }
 
     /// Records that connection `generation` died. A failure from an older
@@ -393,9 +443,12 @@ impl Server {
         if let Some(live) = self.live_peer() {
             return Ok(live);
         }
+        if self.read().unstarted {
+            return self.start_first().await;
+        }
         let known = {
             let state = self.read();
-            if state.connection.is_none() {
+            if state.shut_down {
                 return Err(format!(
                     "ERROR: server {} is not running (the hub was shut down)",
                     self.name
@@ -429,7 +482,7 @@ impl Server {
                 let (old, generation) = {
                     let mut state = self.write();
                     state.generation += 1;
-                    state.peer = peer.clone();
+                    state.peer = Some(peer.clone());
                     state.era = connection.era;
                     state.dead = None;
                     (state.connection.replace(connection), state.generation)
@@ -448,6 +501,57 @@ impl Server {
             self.stderr.drained_suffix().await
         );
         self.write().dead = Some(reason.clone());
+        Err(self.not_running(&reason))
+    }
+
+    /// The first start of an [`unstarted`](Server::unstarted) server
+    /// (under the restart lock). It keeps generation 0, so the hub does not
+    /// list tools it already has; a failure leaves the server down, with
+    /// the one restart still to come.
+    async fn start_first(&self) -> Result<(Peer<RoleClient>, u64), String> {
+        let started = tokio::time::timeout(
+            self.startup_timeout,
+            self.launch
+                .connect(&self.name, &self.stderr, self.elicitor.as_ref()),
+        )
+        .await;
+        let failure = match started {
+            Ok(Ok(connection)) => {
+                let peer = connection.client.peer().clone();
+                let refused = {
+                    let mut state = self.write();
+                    if state.shut_down {
+                        Some(connection)
+                    } else {
+                        state.unstarted = false;
+                        state.peer = Some(peer.clone());
+                        state.era = connection.era;
+                        state.connection = Some(connection);
+                        None
+                    }
+                };
+                // Shut down while it started: close what just started.
+                if let Some(connection) = refused {
+                    connection.close().await;
+                    return Err(format!(
+                        "ERROR: server {} is not running (the hub was shut down)",
+                        self.name
+                    ));
+                }
+                return Ok((peer, 0));
+            }
+            Ok(Err(e)) => format!("{e:#}"),
+            Err(_) => format!("no answer within {}", seconds(self.startup_timeout)),
+        };
+        let reason = format!(
+            "it failed to start: {failure}{}",
+            self.stderr.drained_suffix().await
+        );
+        {
+            let mut state = self.write();
+            state.unstarted = false;
+            state.dead = Some(reason.clone());
+        }
         Err(self.not_running(&reason))
     }
 

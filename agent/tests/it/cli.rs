@@ -1039,3 +1039,88 @@ async fn kill_9_while_a_session_is_written_never_leaves_a_truncated_session_file
         assert!(file["messages"].as_array().is_some_and(|m| !m.is_empty()));
     }
 }
+
+#[tokio::test]
+async fn a_builtin_starts_on_its_first_call_and_one_never_called_never_starts() {
+    // The memory server is the one whose start leaves a trace: it opens
+    // (creates) HOME/memory.db.
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let db = home.path().join("memory.db");
+    let home_path = home.path().display().to_string();
+    let workspace = workspace_arg(dir.path());
+    let run_with = |mock: &MockModel| {
+        let url = mock.base_url();
+        let workspace = workspace.clone();
+        let home_path = home_path.clone();
+        async move {
+            let mut env = vec![
+                ("OPENAI_BASE_URL", url.as_str()),
+                ("OPENAI_API_KEY", "test-key"),
+                ("NANOHERMES_MODEL", "main-model"),
+                ("NANOHERMES_MODE", "goal"),
+            ];
+            env.push(("NANOHERMES_HOME", home_path.as_str()));
+            nanohermes(&["run", "--workspace", &workspace, "go"], &env).await
+        }
+    };
+
+    let mock = MockModel::start(vec![
+        tool_calls(&[call("c1", "todo_read", json!({}))]).into(),
+        text(&["done"]).into(),
+    ])
+    .await;
+    let run = run_with(&mock).await;
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    let requests = mock.requests();
+    // Declared from the first request although it never ran.
+    assert!(declared(&requests[0]).contains(&"memory_save".to_owned()));
+    assert!(!tool_result(requests[1].messages(), "c1").starts_with("ERROR"));
+    assert!(!db.exists(), "the memory server started without a call");
+
+    let mock = MockModel::start(vec![
+        tool_calls(&[call(
+            "c2",
+            "memory_save",
+            json!({"kind": "fact", "text": "the answer is 42"}),
+        )])
+        .into(),
+        text(&["saved"]).into(),
+    ])
+    .await;
+    let run = run_with(&mock).await;
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    let saved = tool_result(mock.requests()[1].messages(), "c2").to_owned();
+    assert!(!saved.starts_with("ERROR"), "{saved}");
+    assert!(db.exists(), "the first call started the memory server");
+}
+
+#[tokio::test]
+async fn a_builtin_that_fails_on_its_first_call_says_why_and_the_run_goes_on() {
+    // HOME/memory.db is a directory: the database cannot be opened.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("memory.db")).unwrap();
+    let home = dir.path().display().to_string();
+    let workspace = tempfile::tempdir().unwrap();
+    let workspace = workspace_arg(workspace.path());
+    let mock = MockModel::start(vec![
+        tool_calls(&[call("c1", "memory_search", json!({"query": "x"}))]).into(),
+        tool_calls(&[call("c2", "todo_read", json!({}))]).into(),
+        text(&["done"]).into(),
+    ])
+    .await;
+    let url = mock.base_url();
+    let mut env = on_mock(&mock, &url);
+    env.push(("NANOHERMES_HOME", home.as_str()));
+    let run = nanohermes(&["run", "--workspace", &workspace, "go"], &env).await;
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    let requests = mock.requests();
+    let failed = tool_result(requests[1].messages(), "c1");
+    assert!(
+        failed.starts_with("ERROR: server memory is not running (it failed to start: ")
+            && failed.contains("cannot open the memory database"),
+        "{failed}"
+    );
+    assert!(!tool_result(requests[2].messages(), "c2").starts_with("ERROR"));
+    assert_requests_valid(&requests);
+}
