@@ -34,20 +34,9 @@ fn fixture(name: &str, args: &[&str]) -> ServerSpec {
 
 async fn start(workspace: &Path, servers: Vec<ServerSpec>) -> Hub {
     Hub::start(HubConfig {
-        workspace: workspace.to_owned(),
-        max_output: mcp_tools::DEFAULT_MAX_OUTPUT,
-        servers,
-        allow_private_network: false,
         builtin_exe: PathBuf::from("nanohermes-not-used"),
-        era_cache: None,
         agent_depth: 0,
-        max_agent_depth: nanohermes::hub::DEFAULT_MAX_AGENT_DEPTH,
-        deferral: nanohermes::hub::DeferConfig::default(),
-        connect_wait: None,
-        elicitor: None,
-        credentials: None,
-        oauth_browser: None,
-        sandbox: Default::default(),
+        ..HubConfig::new(workspace, servers)
     })
     .await
     .expect("hub starts")

@@ -70,9 +70,9 @@ pub(crate) fn spawn_start(planned: Planned) -> JoinHandle<Outcome> {
             where_,
         );
         // A built-in in this process whose tools are known is declared now
-        // and started by its first call; a required one starts now, so a
-        // failure still stops the hub.
-        let known = (!planned.required)
+        // and started by its first call.
+        let known = planned
+            .on_first_use
             .then(|| planned.launch.listed_tools())
             .flatten();
         if let Some(tools) = known {

@@ -243,6 +243,11 @@ pub struct HubConfig {
     /// The sandbox of the shell's commands and git's hooks (`sandbox`,
     /// default workspace-write with the network off).
     pub sandbox: mcp_tools::spawn::SandboxPolicy,
+    /// In-process built-ins that are not `required` are declared from their
+    /// committed listings and started by their first call (default); off,
+    /// every server starts in [`Hub::start`] (`nanohermes mcp list`, which
+    /// reports what a real start found).
+    pub builtins_on_first_use: bool,
 }
 
 impl HubConfig {
@@ -265,6 +270,7 @@ impl HubConfig {
             oauth_browser: None,
             elicitor: None,
             sandbox: mcp_tools::spawn::SandboxPolicy::default(),
+            builtins_on_first_use: true,
         }
     }
 }

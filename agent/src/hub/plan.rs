@@ -32,9 +32,10 @@ pub(crate) struct Planned {
     pub(crate) launch: Launch,
     /// Who answers its elicitations.
     pub(crate) elicitor: Option<SharedElicitor>,
-    /// A failed start stops the hub (`required = true`), so it starts at
-    /// once, never on first use.
-    pub(crate) required: bool,
+    /// May wait for its first call to start (a built-in in this process
+    /// whose tools are known): not when a failed start must stop the hub
+    /// (`required = true`) or the caller wants every server started.
+    pub(crate) on_first_use: bool,
 }
 
 /// `enabled_tools` (an allow-list, when set) then `disabled_tools`, on the
@@ -139,7 +140,7 @@ pub(crate) fn plan(
         None => spec.tool_timeout,
     };
     Ok(Planned {
-        required: spec.required,
+        on_first_use: !spec.required && config.builtins_on_first_use,
         name: spec.name.clone(),
         prefixed: builtin.is_none(),
         trusted: trusted_annotations(&spec.origin),

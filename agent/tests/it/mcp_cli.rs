@@ -607,3 +607,26 @@ async fn mcp_list_leaves_no_process_behind() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+#[tokio::test]
+async fn mcp_list_starts_every_builtin_for_real_and_reports_one_that_fails() {
+    // A run starts a built-in on its first call; `mcp list` reports what a
+    // real start finds: HOME/memory.db is a directory, so memory fails.
+    let w = World::new();
+    std::fs::create_dir(w.home.join("memory.db")).unwrap();
+
+    let list = w.run(&["mcp", "list"], &[]).await;
+
+    assert_eq!(list.code, Some(0), "{list:#?}");
+    let memory = column(&list.stdout, "memory").join(" ");
+    assert!(
+        memory.contains("failed") && memory.contains("cannot open the memory database"),
+        "{}",
+        list.stdout
+    );
+    assert!(
+        column(&list.stdout, "files").contains(&"ok"),
+        "{}",
+        list.stdout
+    );
+}

@@ -20,7 +20,10 @@ pub async fn list(setup: Setup) -> anyhow::Result<ExitCode> {
     let sandbox =
         mcp_tools::spawn::Sandbox::new(setup.config.hub.sandbox.clone(), &setup.config.workspace)
             .status();
-    let hub = Hub::start(setup.config.hub).await?;
+    let mut config = setup.config.hub;
+    // Reported as found by a real start, built-ins too.
+    config.builtins_on_first_use = false;
+    let hub = Hub::start(config).await?;
     let rows: Vec<Vec<String>> = hub
         .status()
         .into_iter()
