@@ -298,10 +298,10 @@ impl<T: ToolBox> Agent<T> {
                 let mut on_event = |event: ChatEvent<'_>| report(ui, event);
                 self.client
                     .chat(
-                    (&self.messages).into(),
-                    self.tools.encoded_declarations(),
-                    &mut on_event,
-                )
+                        (&self.messages).into(),
+                        self.tools.encoded_declarations(),
+                        &mut on_event,
+                    )
                     .await
             }
             other => other,

@@ -30,7 +30,9 @@ async fn chat(settings: ModelSettings) -> (Result<nanohermes::llm::AssistantTurn
         ChatEvent::Retry { attempt, delay, .. } => seen.retries.push((attempt, delay)),
         ChatEvent::Fallback { model, .. } => seen.fallbacks.push(model.to_owned()),
     };
-    let result = client.chat((&history()).into(), JsonList::Values(&[]), &mut on_event).await;
+    let result = client
+        .chat((&history()).into(), JsonList::Values(&[]), &mut on_event)
+        .await;
     (result, seen)
 }
 

@@ -27,7 +27,9 @@ async fn chat(settings: ModelSettings) -> (Result<AssistantTurn, LlmError>, Stri
         ChatEvent::Retry { error, .. } => retries.push(error.to_string()),
         ChatEvent::Fallback { .. } => {}
     };
-    let result = client.chat((&history()).into(), JsonList::Values(&[]), &mut on_event).await;
+    let result = client
+        .chat((&history()).into(), JsonList::Values(&[]), &mut on_event)
+        .await;
     (result, shown, retries)
 }
 
