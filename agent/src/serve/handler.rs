@@ -256,11 +256,14 @@ impl AgentServer {
         let join = tokio::spawn(async move {
             let result = agent.run(&task, &mut ui).await;
             let usage = RunUsage::from(agent.usage());
-            ui.finish(RunUsage {
-                requests: usage_before.requests + usage.requests,
-                prompt_tokens: usage_before.prompt_tokens + usage.prompt_tokens,
-                completion_tokens: usage_before.completion_tokens + usage.completion_tokens,
-            });
+            ui.finish(
+                agent.transcript(),
+                RunUsage {
+                    requests: usage_before.requests + usage.requests,
+                    prompt_tokens: usage_before.prompt_tokens + usage.prompt_tokens,
+                    completion_tokens: usage_before.completion_tokens + usage.completion_tokens,
+                },
+            );
             drop(claim);
             match result {
                 Ok(summary) => RunTaskOutput {

@@ -71,13 +71,17 @@ impl ServeUi {
         }
     }
 
-    /// Writes the session with its final usage, made to survive a crash
-    /// before the result is sent (a step's write only survives this
-    /// process: no fsync).
-    pub fn finish(&mut self, usage: RunUsage) {
+    /// Writes the session with `history` and its final usage, made to
+    /// survive a crash before the result is sent (a step's write only
+    /// survives this process: no fsync). The history is given again for a
+    /// run that reached no checkpoint (a prompt hook refused the task) or
+    /// whose last write failed: the file is then written whole.
+    pub fn finish(&mut self, history: &crate::transcript::Transcript, usage: RunUsage) {
         if let Some(session) = &mut self.session {
             session.set_usage(usage);
-            let written = session.flush().and_then(|()| session.sync().wait());
+            let written = session
+                .checkpoint(history, None)
+                .and_then(|()| session.sync().wait());
             report(session, written);
         }
     }

@@ -296,7 +296,7 @@ mod tests {
                 with(5, "{\"end\":3}"),
                 "line 6: the end of a step of 3 messages after 2",
             ),
-            (with(3, &lines[0].to_string()), "line 4: a second header"),
+            (with(3, lines[0]), "line 4: a second header"),
         ] {
             match decode(bad.as_bytes()) {
                 Err(Problem::Damaged(why)) => assert!(why.starts_with(expected), "{why}"),
