@@ -43,8 +43,9 @@ pub use format::VERSION;
 pub use keeper::Keeper;
 pub use open::{Opened, SessionArgs, load_or_set_aside, open};
 
-/// What a session file holds, as read.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What a session file holds, as read (deserialised as such from a
+/// version 1 file; written only through [`format`]).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct SessionFile {
     /// The layout version it was read in (1 or [`VERSION`]).
     pub version: u32,
@@ -58,7 +59,7 @@ pub struct SessionFile {
     pub usage: RunUsage,
     /// Deferred tools the session surfaced (found by `tool_search` or
     /// called by name): declared again from the first request on resume.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub surfaced: Vec<String>,
 }
 
