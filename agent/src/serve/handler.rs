@@ -23,7 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::approval::{self, HostAnswers, Question};
-use super::progress::{ProgressTarget, ServeUi, SessionWriter};
+use super::progress::{ProgressTarget, ServeUi};
 use super::run_task::{self, RUN_TASK, RunStatus, RunTaskArgs, RunTaskOutput, RunUsage};
 use super::tasks::TaskStore;
 use super::tools::TaskTools;
@@ -34,7 +34,7 @@ use crate::hooks::{self, Hooks};
 use crate::interrupt::Interrupt;
 use crate::policy::approval::Answer;
 use crate::prompt;
-use crate::session::{self as sessions, SessionFile, SessionStore};
+use crate::session::{self as sessions, Appender, SessionFile, SessionStore};
 
 /// The key of the one input request an approval puts in a result.
 const APPROVAL_KEY: &str = "approval";
@@ -174,7 +174,7 @@ impl AgentServer {
         let store = SessionStore::of(&workspace);
         let (session, earlier) = match &args.session_id {
             Some(id) => match store.load(id).map_err(fail)? {
-                Some(file) => (id.clone(), Some(file)),
+                Some(file) => (id.clone(), file),
                 None => {
                     return Err(fail(format!(
                         "no session {id} in workspace {}; omit session_id to start one",
@@ -182,7 +182,11 @@ impl AgentServer {
                     )));
                 }
             },
-            None => (sessions::new_id(), None),
+            None => {
+                let id = sessions::new_id();
+                let fresh = SessionFile::new(&id, &workspace);
+                (id, fresh)
+            }
         };
         let claim = SessionClaim::take(&self.0, &session).map_err(fail)?;
         let runtime = self.0.workspaces.runtime(&workspace).await.map_err(fail)?;
@@ -235,11 +239,10 @@ impl AgentServer {
         }
         let (approvals, questions) = approval::approvals(how, &ctx.peer);
         let interrupt = Interrupt::default();
-        let (history, usage_before) = match earlier {
-            Some(file) => (file.messages, file.usage),
-            None => (Vec::new(), RunUsage::default()),
-        };
-        let mut agent = Agent::resume(client, tools, &system_prompt, config, history.clone())
+        // The file's messages come back in each checkpoint's history.
+        let writer = Appender::new(&store.path(&session), &earlier);
+        let usage_before = earlier.usage;
+        let mut agent = Agent::resume(client, tools, &system_prompt, config, earlier.messages)
             .with_interrupt(interrupt.clone())
             .with_approvals(approvals)
             .with_hooks(hooks)
@@ -247,28 +250,20 @@ impl AgentServer {
 
         let target = ProgressTarget::default();
         let last_step = Arc::new(Mutex::new("starting".to_owned()));
-        let writer = SessionWriter {
-            store,
-            file: SessionFile {
-                version: crate::session::VERSION,
-                id: session.clone(),
-                workspace: workspace.clone(),
-                messages: history,
-                usage: usage_before,
-                surfaced: Vec::new(),
-            },
-        };
         let mut ui = ServeUi::new(target.clone(), last_step.clone(), Some(writer));
         let task = args.task;
         let id = session.clone();
         let join = tokio::spawn(async move {
             let result = agent.run(&task, &mut ui).await;
             let usage = RunUsage::from(agent.usage());
-            ui.finish(RunUsage {
-                requests: usage_before.requests + usage.requests,
-                prompt_tokens: usage_before.prompt_tokens + usage.prompt_tokens,
-                completion_tokens: usage_before.completion_tokens + usage.completion_tokens,
-            });
+            ui.finish(
+                agent.transcript(),
+                RunUsage {
+                    requests: usage_before.requests + usage.requests,
+                    prompt_tokens: usage_before.prompt_tokens + usage.prompt_tokens,
+                    completion_tokens: usage_before.completion_tokens + usage.completion_tokens,
+                },
+            );
             drop(claim);
             match result {
                 Ok(summary) => RunTaskOutput {

@@ -13,9 +13,8 @@ use tokio::sync::mpsc;
 
 use super::run_task::RunUsage;
 use crate::llm::ToolCall;
-use crate::session::{SessionFile, SessionStore};
+use crate::session::Appender;
 use crate::ui::Ui;
-use mcp_tools::Durability;
 
 /// Longest argument summary in a step line.
 const SUMMARY: usize = 60;
@@ -39,19 +38,11 @@ impl ProgressTarget {
     }
 }
 
-/// The session a run keeps, if any.
-pub struct SessionWriter {
-    /// Where it is written.
-    pub store: SessionStore,
-    /// What is written; `messages` is replaced at every checkpoint.
-    pub file: SessionFile,
-}
-
 /// The `Ui` of a run served over MCP.
 pub struct ServeUi {
     notes: mpsc::UnboundedSender<(f64, String)>,
     last_step: Arc<Mutex<String>>,
-    session: Option<SessionWriter>,
+    session: Option<Appender>,
 }
 
 impl ServeUi {
@@ -60,7 +51,7 @@ impl ServeUi {
     pub fn new(
         target: ProgressTarget,
         last_step: Arc<Mutex<String>>,
-        session: Option<SessionWriter>,
+        session: Option<Appender>,
     ) -> ServeUi {
         let (notes, mut rx) = mpsc::unbounded_channel::<(f64, String)>();
         tokio::spawn(async move {
@@ -80,11 +71,18 @@ impl ServeUi {
         }
     }
 
-    /// Writes the session with its final usage.
-    pub fn finish(&mut self, usage: RunUsage) {
+    /// Writes the session with `history` and its final usage, made to
+    /// survive a crash before the result is sent (a step's write only
+    /// survives this process: no fsync). The history is given again for a
+    /// run that reached no checkpoint (a prompt hook refused the task) or
+    /// whose last write failed: the file is then written whole.
+    pub fn finish(&mut self, history: &crate::transcript::Transcript, usage: RunUsage) {
         if let Some(session) = &mut self.session {
-            session.file.usage = usage;
-            save(session, Durability::PowerLoss);
+            session.set_usage(usage);
+            let written = session
+                .checkpoint(history, None)
+                .and_then(|()| session.sync().wait());
+            report(session, written);
         }
     }
 }
@@ -104,20 +102,24 @@ impl Ui for ServeUi {
         let _ = self.notes.send((step as f64, line));
     }
 
+    fn usage(&mut self, usage: Option<crate::llm::Usage>) {
+        if let Some(session) = &mut self.session {
+            session.count(usage);
+        }
+    }
+
     fn checkpoint(&mut self, messages: &crate::transcript::Transcript) {
         if let Some(session) = &mut self.session {
-            session.file.messages = messages.get(1..).unwrap_or_default().to_vec();
-            save(session, Durability::ProcessDeath);
+            let written = session.checkpoint(messages, None);
+            report(session, written);
         }
     }
 }
 
-/// Writes the session; a step's write needs only survive this process
-/// (no fsync), the run's last write ([`ServeUi::finish`]) a crash too.
-fn save(session: &SessionWriter, durability: Durability) {
-    let path = session.store.path(&session.file.id);
-    if let Err(e) = crate::session::write_private_json_with(&path, &session.file, durability) {
-        tracing::warn!("cannot write session {}: {e}", path.display());
+/// Logs a session write that failed (the run goes on).
+fn report(session: &Appender, written: std::io::Result<()>) {
+    if let Err(e) = written {
+        tracing::warn!("cannot write session {}: {e}", session.path().display());
     }
 }
 

@@ -445,13 +445,10 @@ async fn through_the_binary_the_user_sees_what_is_deferred_and_a_found_tool_surv
         prompt.contains("More tools exist than are declared (fx: 3"),
         "{prompt}"
     );
-    let saved: Value = serde_json::from_slice(&std::fs::read(&session).unwrap()).unwrap();
+    let saved = nanohermes::session::read(&session).unwrap().unwrap();
     assert!(
-        saved["surfaced"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("fx__jira_create_issue")),
-        "{saved}"
+        saved.surfaced.contains(&"fx__jira_create_issue".to_owned()),
+        "{saved:?}"
     );
 
     let second = MockModel::start_strict(vec![text(&["still here"]).into()]).await;

@@ -59,6 +59,9 @@ mod request_budget;
 /// `nanohermes serve` mounted by an rmcp client: run_task, progress, cancellation, sessions,
 /// tasks, approvals in both eras, HTTP, and one NanoHermes using another.
 mod serve;
+/// Session files through the real loop: appended per step, written again after compaction,
+/// /undo and /reset, cut at any byte, version 1 converted, damage set aside.
+mod sessions;
 /// The stream as servers send it: line ends, cut streams, error frames,
 /// deltas without index.
 mod stream;

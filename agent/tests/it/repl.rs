@@ -256,9 +256,10 @@ async fn tasks_stream_over_one_history_undo_removes_a_turn_usage_and_exit() {
         .flatten()
         .collect();
     assert_eq!(sessions.len(), 1);
-    let file: Value = serde_json::from_slice(&std::fs::read(sessions[0].path()).unwrap()).unwrap();
-    let kept = file["messages"].as_array().unwrap();
-    assert_eq!(user_texts(kept), ["first task", "third task"]);
+    let file = nanohermes::session::read(&sessions[0].path())
+        .unwrap()
+        .unwrap();
+    assert_eq!(user_texts(&file.messages), ["first task", "third task"]);
 }
 
 #[tokio::test]

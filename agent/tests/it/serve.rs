@@ -189,9 +189,10 @@ impl Setup {
 
     /// The history a session file holds.
     fn session_messages(&self, id: &str) -> Vec<Value> {
-        let bytes = std::fs::read(self.session_file(id)).unwrap();
-        let file: Value = serde_json::from_slice(&bytes).unwrap();
-        file["messages"].as_array().unwrap().clone()
+        nanohermes::session::read(&self.session_file(id))
+            .unwrap()
+            .map(|file| file.messages)
+            .unwrap_or_default()
     }
 }
 
@@ -619,6 +620,11 @@ async fn workspaces_outside_the_roots_bad_sessions_and_bad_modes_are_refused() {
     let outside = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(outside.path(), setup.root.path().join("link-out")).unwrap();
     let (client, _) = setup.connect(Era::Legacy, Host::new(), "goal").await;
+    // A session file damaged before its last step: refused, left as it is.
+    let damaged = "{\"session\":{\"version\":2,\"id\":\"0123-dmgd\",\"workspace\":\"/\"}}\n\
+                   {\"message\":{\"role\":\"us\n{\"end\":1}\n";
+    std::fs::create_dir_all(setup.session_file("0123-dmgd").parent().unwrap()).unwrap();
+    std::fs::write(setup.session_file("0123-dmgd"), damaged).unwrap();
     let cases = [
         (
             json!({"task": "x", "workspace": outside.path()}),
@@ -641,6 +647,10 @@ async fn workspaces_outside_the_roots_bad_sessions_and_bad_modes_are_refused() {
             "no session 0123-abcd",
         ),
         (
+            json!({"task": "x", "session_id": "0123-dmgd"}),
+            "is damaged (line 2:",
+        ),
+        (
             json!({"task": "x", "mode": "yolo"}),
             "mode \"yolo\" is not one of",
         ),
@@ -660,6 +670,10 @@ async fn workspaces_outside_the_roots_bad_sessions_and_bad_modes_are_refused() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("run_task arguments"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(setup.session_file("0123-dmgd")).unwrap(),
+        damaged
+    );
     // A workspace inside the root is fine (and needs no model to refuse
     // nothing: the script is empty, so the model request fails).
     std::fs::create_dir(setup.root.path().join("sub")).unwrap();

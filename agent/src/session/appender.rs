@@ -1,0 +1,249 @@
+//! Keeping a session file at every step boundary in O(step), not O(history).
+//!
+//! The [`Appender`] remembers the serial numbers of the messages it wrote
+//! ([`Transcript::serials`]). While they are still the start of the
+//! history, a checkpoint appends only what is new (plus usage and
+//! surfaced tools when they changed, plus the end marker) in one `write`
+//! to a file held open with `O_APPEND`. When they are not (compaction,
+//! `/undo`, `/reset`), and at the first write of a process (a resumed
+//! file may be version 1, or end in a cut write, and its messages have no
+//! serials yet), the whole file is written again atomically and reopened.
+//! No write is fsynced: the page cache outlives a killed process; the end
+//! of a run makes the file durable ([`Appender::sync`]).
+
+use std::fs::File;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use super::format::{self, Header};
+use super::{SessionFile, write_private};
+use crate::serve::RunUsage;
+use crate::transcript::Transcript;
+
+/// One session file, kept up to date checkpoint by checkpoint.
+#[derive(Debug)]
+pub struct Appender {
+    path: PathBuf,
+    header: Header,
+    usage: RunUsage,
+    surfaced: Vec<String>,
+    /// The file, opened for appending; `None`: the next write rewrites it.
+    file: Option<File>,
+    /// The serial numbers of the messages in the file, in order.
+    written: Vec<u64>,
+    /// The usage and surfaced tools the file holds.
+    written_usage: RunUsage,
+    written_surfaced: Vec<String>,
+}
+
+impl Appender {
+    /// Keeps `session` (its id, workspace, usage so far and surfaced
+    /// tools; its messages come back in each checkpoint's history) at
+    /// `path`. Nothing is written before the first checkpoint.
+    pub fn new(path: &Path, session: &SessionFile) -> Appender {
+        Appender {
+            path: path.to_owned(),
+            header: Header {
+                version: format::VERSION,
+                id: session.id.clone(),
+                workspace: session.workspace.clone(),
+            },
+            usage: session.usage,
+            surfaced: session.surfaced.clone(),
+            file: None,
+            written: Vec::new(),
+            written_usage: session.usage,
+            written_surfaced: session.surfaced.clone(),
+        }
+    }
+
+    /// The session's id.
+    pub fn id(&self) -> &str {
+        &self.header.id
+    }
+
+    /// The file written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The usage so far (written at the next checkpoint or [`Self::flush`]).
+    pub fn usage(&self) -> RunUsage {
+        self.usage
+    }
+
+    /// Counts one model request and what it used.
+    pub fn count(&mut self, usage: Option<crate::llm::Usage>) {
+        self.usage.requests += 1;
+        if let Some(usage) = usage {
+            self.usage.prompt_tokens += usage.prompt_tokens;
+            self.usage.completion_tokens += usage.completion_tokens;
+        }
+    }
+
+    /// Replaces the usage totals.
+    pub fn set_usage(&mut self, usage: RunUsage) {
+        self.usage = usage;
+    }
+
+    /// A step boundary: writes `history` (system message first, which is
+    /// left out) and, when given, the tools `surfaced` now. Appends when
+    /// the file holds the start of `history`, rewrites it otherwise; a
+    /// checkpoint that changes nothing writes nothing.
+    pub fn checkpoint(
+        &mut self,
+        history: &Transcript,
+        surfaced: Option<Vec<String>>,
+    ) -> std::io::Result<()> {
+        if let Some(surfaced) = surfaced {
+            self.surfaced = surfaced;
+        }
+        let serials = history.serials().get(1..).unwrap_or_default();
+        let encoded = history.encoded().get(1..).unwrap_or_default();
+        if self.file.is_none() || !serials.starts_with(&self.written) {
+            return self.rewrite(history);
+        }
+        let new = self.written.len()..serials.len();
+        let mut out = Vec::new();
+        for raw in &encoded[new.clone()] {
+            format::message(&mut out, raw);
+        }
+        self.append(out, &serials[new])
+    }
+
+    /// Writes usage and surfaced tools that changed since the last write
+    /// (the end of a run, after its last checkpoint). Needs an earlier
+    /// checkpoint's file: without one there is nothing to add to.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        if self.file.is_none() {
+            return Ok(());
+        }
+        self.append(Vec::new(), &[])
+    }
+
+    /// Makes the file survive a power loss too: fsyncs it and its
+    /// directory on a thread of their own, whose handle is returned (drop
+    /// it not to wait).
+    pub fn sync(&self) -> mcp_tools::Syncing {
+        mcp_tools::sync_in_background(&self.path)
+    }
+
+    /// Appends `out` (the new messages, whose serials are `serials`), the
+    /// records that changed and the end marker, in one write.
+    fn append(&mut self, mut out: Vec<u8>, serials: &[u64]) -> std::io::Result<()> {
+        if self.usage != self.written_usage {
+            format::usage(&mut out, &self.usage);
+        }
+        if self.surfaced != self.written_surfaced {
+            format::surfaced(&mut out, &self.surfaced);
+        }
+        if out.is_empty() {
+            return Ok(());
+        }
+        format::end(&mut out, self.written.len() + serials.len());
+        let Some(file) = &mut self.file else {
+            return Ok(());
+        };
+        if let Err(e) = file.write_all(&out) {
+            // Part of it may be there, after the last end marker: the next
+            // checkpoint writes the whole file again.
+            self.file = None;
+            return Err(e);
+        }
+        self.written.extend_from_slice(serials);
+        self.written_usage = self.usage;
+        self.written_surfaced.clone_from(&self.surfaced);
+        Ok(())
+    }
+
+    /// Writes the whole file atomically and opens it for appending.
+    fn rewrite(&mut self, history: &Transcript) -> std::io::Result<()> {
+        self.file = None;
+        let encoded = history.encoded().get(1..).unwrap_or_default();
+        let mut out = Vec::new();
+        format::header(&mut out, &self.header);
+        for raw in encoded {
+            format::message(&mut out, raw);
+        }
+        format::usage(&mut out, &self.usage);
+        if !self.surfaced.is_empty() {
+            format::surfaced(&mut out, &self.surfaced);
+        }
+        format::end(&mut out, encoded.len());
+        write_private(&self.path, &out, mcp_tools::Durability::ProcessDeath)?;
+        self.file = Some(std::fs::OpenOptions::new().append(true).open(&self.path)?);
+        self.written = history.serials().get(1..).unwrap_or_default().to_vec();
+        self.written_usage = self.usage;
+        self.written_surfaced.clone_from(&self.surfaced);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn history(n: usize) -> Transcript {
+        let mut t = Transcript::new([json!({"role": "system", "content": "s"})]);
+        t.extend((0..n).map(|i| json!({"role": "user", "content": format!("m{i}")})));
+        t
+    }
+
+    fn read(path: &Path) -> SessionFile {
+        format::decode(&std::fs::read(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn new_messages_are_appended_and_a_changed_history_rewritten() {
+        use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions/s.json");
+        let fresh = SessionFile::new("s-1", dir.path());
+        let mut appender = Appender::new(&path, &fresh);
+        let mut t = history(1);
+        appender.checkpoint(&t, None).unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        let dir_mode = std::fs::metadata(path.parent().unwrap()).unwrap().mode();
+        assert_eq!(dir_mode & 0o777, 0o700);
+        let inode = meta.ino();
+
+        let before = std::fs::read(&path).unwrap();
+        t.push(json!({"role": "assistant", "content": "a"}));
+        appender.count(None);
+        appender
+            .checkpoint(&t, Some(vec!["fx__echo".into()]))
+            .unwrap();
+        let after = std::fs::read(&path).unwrap();
+        assert!(after.starts_with(&before), "appended");
+        assert_eq!(std::fs::metadata(&path).unwrap().ino(), inode);
+        let tail = String::from_utf8(after[before.len()..].to_vec()).unwrap();
+        assert_eq!(
+            tail,
+            "{\"message\":{\"content\":\"a\",\"role\":\"assistant\"}}\n\
+             {\"usage\":{\"requests\":1,\"prompt_tokens\":0,\"completion_tokens\":0}}\n\
+             {\"surfaced\":[\"fx__echo\"]}\n{\"end\":2}\n"
+        );
+        // Nothing changed: nothing written.
+        appender
+            .checkpoint(&t, Some(vec!["fx__echo".into()]))
+            .unwrap();
+        appender.flush().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), after);
+
+        // An edit inside the written part: the file is written again.
+        t.edit(1, |m| m["content"] = json!("changed"));
+        appender.checkpoint(&t, None).unwrap();
+        assert_ne!(std::fs::metadata(&path).unwrap().ino(), inode);
+        let file = read(&path);
+        assert_eq!(file.messages, t[1..].to_vec());
+        assert_eq!((file.usage.requests, file.surfaced.len()), (1, 1));
+
+        // Usage alone after the last checkpoint: flushed with an end marker.
+        appender.count(None);
+        appender.flush().unwrap();
+        assert_eq!(read(&path).usage.requests, 2);
+        assert_eq!(read(&path).messages.len(), 2);
+    }
+}

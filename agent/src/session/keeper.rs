@@ -1,0 +1,94 @@
+//! The `Ui` decorator that keeps `run`'s and the interactive mode's
+//! session.
+
+use super::{Appender, Opened};
+use crate::ui::Ui;
+
+/// A `Ui` that also keeps the session: every checkpoint writes the
+/// history (system message left out: it is rebuilt on load), the usage
+/// so far and the surfaced tools, through an [`Appender`].
+pub struct Keeper<U> {
+    inner: U,
+    session: Appender,
+    surfaced: Option<crate::hub::Surfaced>,
+}
+
+impl<U: Ui> Keeper<U> {
+    /// Wraps `inner`, writing `opened`'s file.
+    pub fn new(inner: U, opened: &Opened) -> Keeper<U> {
+        Keeper {
+            inner,
+            session: Appender::new(&opened.path, &opened.file),
+            surfaced: None,
+        }
+    }
+
+    /// Also writes the tools `surfaced` holds (the hub's, shared).
+    pub fn keep_surfaced(&mut self, surfaced: crate::hub::Surfaced) {
+        self.surfaced = Some(surfaced);
+    }
+
+    /// The wrapped `Ui`.
+    pub fn inner(&mut self) -> &mut U {
+        &mut self.inner
+    }
+
+    /// The session's id.
+    pub fn id(&self) -> &str {
+        self.session.id()
+    }
+
+    /// Says when a write failed.
+    fn report(&mut self, written: std::io::Result<()>) {
+        if let Err(e) = written {
+            self.inner.notice(&format!(
+                "cannot write session {}: {e}",
+                self.session.path().display()
+            ));
+        }
+    }
+}
+
+impl<U: Ui> Ui for Keeper<U> {
+    fn text(&mut self, delta: &str) {
+        self.inner.text(delta);
+    }
+
+    fn tool_call(&mut self, call: &crate::llm::ToolCall, result: &str) {
+        self.inner.tool_call(call, result);
+    }
+
+    fn notice(&mut self, line: &str) {
+        self.inner.notice(line);
+    }
+
+    fn turn_end(&mut self) {
+        self.inner.turn_end();
+    }
+
+    fn usage(&mut self, usage: Option<crate::llm::Usage>) {
+        self.session.count(usage);
+        self.inner.usage(usage);
+    }
+
+    fn step(&mut self, step: usize, calls: &[crate::llm::ToolCall]) {
+        self.inner.step(step, calls);
+    }
+
+    fn checkpoint(&mut self, messages: &crate::transcript::Transcript) {
+        let surfaced = self.surfaced.as_ref().map(crate::hub::Surfaced::names);
+        let written = self.session.checkpoint(messages, surfaced);
+        self.report(written);
+        self.inner.checkpoint(messages);
+    }
+
+    /// The run's end is made to survive a power loss too: the last
+    /// checkpoint wrote it, the fsyncs are issued on a thread of their own
+    /// and the exit does not wait for the disk.
+    fn settled(&mut self) {
+        let written = self.session.flush();
+        self.report(written);
+        drop(self.session.sync());
+        self.inner.settled();
+    }
+}
