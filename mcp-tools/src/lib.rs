@@ -36,7 +36,8 @@ pub mod testing;
 pub mod workspace;
 
 pub use atomic::{
-    DEFAULT_FILE_MODE, Durability, Syncing, sync_in_background, write_atomic, write_atomic_with,
+    DEFAULT_FILE_MODE, Durability, Syncing, start_writeback, sync_in_background, write_atomic,
+    write_atomic_with,
 };
 pub use blocking::blocking;
 pub use clamp::{DEFAULT_MAX_OUTPUT, clamp, clamp_head_tail};

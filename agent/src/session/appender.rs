@@ -9,7 +9,8 @@
 //! file may be version 1, or end in a cut write, and its messages have no
 //! serials yet), the whole file is written again atomically and reopened.
 //! No write is fsynced: the page cache outlives a killed process; the end
-//! of a run makes the file durable ([`Appender::sync`]).
+//! of a run starts the file's writeback ([`Appender::start_writeback`]),
+//! serve's last write waits for an fsync ([`Appender::sync`]).
 
 use std::fs::File;
 use std::io::Write as _;
@@ -119,6 +120,16 @@ impl Appender {
             return Ok(());
         }
         self.append(Vec::new(), &[])
+    }
+
+    /// Starts writing the file back to the disk and returns at once (the
+    /// end of a run: [`mcp_tools::start_writeback`], no fsync, so the exit
+    /// waits for nothing). Nothing to do before the first checkpoint.
+    pub fn start_writeback(&self) -> std::io::Result<()> {
+        match &self.file {
+            Some(file) => mcp_tools::start_writeback(file),
+            None => Ok(()),
+        }
     }
 
     /// Makes the file survive a power loss too: fsyncs it and its
@@ -243,6 +254,7 @@ mod tests {
         // Usage alone after the last checkpoint: flushed with an end marker.
         appender.count(None);
         appender.flush().unwrap();
+        appender.start_writeback().unwrap();
         assert_eq!(read(&path).usage.requests, 2);
         assert_eq!(read(&path).messages.len(), 2);
     }

@@ -82,13 +82,16 @@ impl<U: Ui> Ui for Keeper<U> {
         self.inner.checkpoint(messages);
     }
 
-    /// The run's end is made to survive a power loss too: the last
-    /// checkpoint wrote it, the fsyncs are issued on a thread of their own
-    /// and the exit does not wait for the disk.
+    /// The run's end: what is left (usage) is written and the file's
+    /// writeback started, without an fsync: a process cannot exit while
+    /// one of its threads is inside `fsync`, so an fsync here, even on a
+    /// thread of its own, would hold the exit for the disk.
     fn settled(&mut self) {
         let written = self.session.flush();
         self.report(written);
-        drop(self.session.sync());
+        if let Err(e) = self.session.start_writeback() {
+            tracing::debug!("cannot start the session's writeback: {e}");
+        }
         self.inner.settled();
     }
 }
