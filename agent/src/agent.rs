@@ -252,7 +252,10 @@ impl<T: ToolBox> Agent<T> {
 
     /// Compacts when the history is past its limits, and says so.
     async fn compact_if_due(&mut self, ui: &mut dyn Ui) {
-        if self.compaction.is_due(&self.messages) {
+        if self
+            .compaction
+            .is_due_at(self.messages.len(), self.messages.encoded_len())
+        {
             self.compact_and_report(ui).await;
         }
     }

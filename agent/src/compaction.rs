@@ -74,6 +74,13 @@ impl CompactionConfig {
     pub fn is_due(&self, messages: &[Value]) -> bool {
         messages.len() > self.keep_messages + 1 && history_chars(messages) > self.threshold_chars
     }
+
+    /// [`is_due`](Self::is_due) for a history of `count` messages whose
+    /// JSON is `chars` long, known without serialising it again
+    /// ([`crate::transcript::Transcript::encoded_len`]).
+    pub fn is_due_at(&self, count: usize, chars: usize) -> bool {
+        count > self.keep_messages + 1 && chars > self.threshold_chars
+    }
 }
 
 /// The size of `messages` as sent: the sum of each one's JSON length.

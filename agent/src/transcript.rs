@@ -21,6 +21,8 @@ pub struct Transcript {
     encoded: Vec<Box<RawValue>>,
     serials: Vec<u64>,
     next_serial: u64,
+    /// The sum of the encodings' lengths.
+    encoded_len: usize,
 }
 
 impl Transcript {
@@ -34,7 +36,9 @@ impl Transcript {
     /// Appends `message`.
     pub fn push(&mut self, message: Value) {
         let serial = self.take_serial();
-        self.encoded.push(encode(&message));
+        let encoded = encode(&message);
+        self.encoded_len += encoded.get().len();
+        self.encoded.push(encoded);
         self.serials.push(serial);
         self.messages.push(message);
     }
@@ -49,6 +53,7 @@ impl Transcript {
     /// Removes the messages from `start` on; returns how many went.
     pub fn truncate_from(&mut self, start: usize) -> usize {
         let gone = self.messages.len().saturating_sub(start);
+        self.encoded_len -= lengths(self.encoded.get(start..).unwrap_or_default());
         self.messages.truncate(start);
         self.encoded.truncate(start);
         self.serials.truncate(start);
@@ -59,6 +64,8 @@ impl Transcript {
     pub fn splice(&mut self, range: Range<usize>, replacement: Vec<Value>) -> Vec<Value> {
         let encoded: Vec<Box<RawValue>> = replacement.iter().map(encode).collect();
         let serials: Vec<u64> = replacement.iter().map(|_| self.take_serial()).collect();
+        self.encoded_len += lengths(&encoded);
+        self.encoded_len -= lengths(&self.encoded[range.clone()]);
         self.encoded.splice(range.clone(), encoded);
         self.serials.splice(range.clone(), serials);
         self.messages.splice(range, replacement).collect()
@@ -70,7 +77,10 @@ impl Transcript {
         let serial = self.take_serial();
         if let Some(message) = self.messages.get_mut(index) {
             change(message);
-            self.encoded[index] = encode(message);
+            let encoded = encode(message);
+            self.encoded_len =
+                self.encoded_len - self.encoded[index].get().len() + encoded.get().len();
+            self.encoded[index] = encoded;
             self.serials[index] = serial;
         }
     }
@@ -78,6 +88,12 @@ impl Transcript {
     /// Each message's JSON, as a request sends it.
     pub fn encoded(&self) -> &[Box<RawValue>] {
         &self.encoded
+    }
+
+    /// The length of the history as JSON messages (the sum of each one's
+    /// encoding): what compaction weighs, kept without serialising again.
+    pub fn encoded_len(&self) -> usize {
+        self.encoded_len
     }
 
     /// Each message's serial number: it differs between two messages of
@@ -102,6 +118,11 @@ impl Deref for Transcript {
     }
 }
 
+/// The summed lengths of `encoded`.
+fn lengths(encoded: &[Box<RawValue>]) -> usize {
+    encoded.iter().map(|raw| raw.get().len()).sum()
+}
+
 /// `message` as JSON. Encoding a `Value` cannot fail (its keys are strings).
 fn encode(message: &Value) -> Box<RawValue> {
     serde_json::value::to_raw_value(message).unwrap_or_else(|_| RawValue::NULL.to_owned())
@@ -112,8 +133,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// What the encodings say, parsed back.
+    /// What the encodings say, parsed back; and the length is theirs, the
+    /// length compaction would compute.
     fn decoded(transcript: &Transcript) -> Vec<Value> {
+        assert_eq!(
+            transcript.encoded_len(),
+            crate::compaction::history_chars(transcript)
+        );
         transcript
             .encoded()
             .iter()

@@ -112,7 +112,9 @@ pub enum ChatEvent<'a> {
 #[derive(Debug, Clone)]
 pub struct Client {
     http: reqwest::Client,
-    url: String,
+    /// `{base_url}/chat/completions`, parsed once: every request would
+    /// parse it again from a string.
+    url: reqwest::Url,
     settings: ModelSettings,
 }
 
@@ -137,6 +139,10 @@ impl Client {
             "{}/chat/completions",
             settings.base_url.trim_end_matches('/')
         );
+        let url = reqwest::Url::parse(&url).map_err(|e| LlmError::Connect {
+            base_url: settings.base_url.clone(),
+            reason: format!("not a URL ({e})"),
+        })?;
         Ok(Client {
             http,
             url,
@@ -214,7 +220,7 @@ impl Client {
         let body = body::ChatBody::new(&self.settings.body, model, messages, tools).to_bytes();
         let mut request = self
             .http
-            .post(&self.url)
+            .post(self.url.clone())
             .header(CONTENT_TYPE, "application/json")
             .body(body);
         if let Some(key) = &self.settings.api_key {
