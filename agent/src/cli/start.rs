@@ -56,8 +56,8 @@ pub async fn start_agent(config: Config, opened: &Opened) -> anyhow::Result<Star
     let client = client.await??;
     // Said once at start when the kernel cannot enforce the sandbox; asked
     // after the servers started, so the probe (begun in `cli::main`) ran
-    // beside them.
-    let sandbox_warning = sandbox.startup_warning();
+    // beside them; still running, it says it on stderr when it answers.
+    let sandbox_warning = sandbox.startup_warning_or_later("nanohermes");
     let connecting = hub.connecting();
     let warnings = hub
         .warnings()

@@ -1128,3 +1128,31 @@ async fn a_builtin_that_fails_on_its_first_call_says_why_and_the_run_goes_on() {
     assert!(!tool_result(requests[2].messages(), "c2").starts_with("ERROR"));
     assert_requests_valid(&requests);
 }
+
+#[tokio::test]
+async fn the_sandbox_warning_is_said_once_at_start_whether_or_not_the_probe_had_answered() {
+    // Without Landlock the policy cannot be enforced: one warning at
+    // start, and the command is refused (`sandbox_unavailable = "refuse"`).
+    // The namespace probe still forks, so the warning usually comes from
+    // the probe's own thread, after the start.
+    let dir = tempfile::tempdir().unwrap();
+    let mock = MockModel::start(vec![
+        tool_calls(&[call("c1", "run_command", json!({"command": "true"}))]).into(),
+        text(&["done"]).into(),
+    ])
+    .await;
+    let url = mock.base_url();
+    let workspace = workspace_arg(dir.path());
+    let mut env = on_mock(&mock, &url);
+    env.push((mcp_tools::spawn::sandbox::SIMULATE_VAR, "no-landlock"));
+    let run = nanohermes(&["run", "--workspace", &workspace, "go"], &env).await;
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    assert_eq!(
+        run.stderr.matches("nanohermes: sandbox: ").count(),
+        1,
+        "{}",
+        run.stderr
+    );
+    let result = tool_result(mock.requests()[1].messages(), "c1").to_owned();
+    assert!(result.starts_with("ERROR"), "{result}");
+}

@@ -368,6 +368,24 @@ impl Sandbox {
         (!self.missing().is_empty()).then(|| format!("sandbox: {}", self.status()))
     }
 
+    /// [`startup_warning`](Self::startup_warning) if it is known without
+    /// waiting for the probe, else `None` and the warning is printed to
+    /// stderr as `LABEL: WARNING` once the probe has answered (as
+    /// [`warn_on_stderr_in_background`](Self::warn_on_stderr_in_background)):
+    /// the probe forks and execs, a few milliseconds that a program's start
+    /// should not wait for, while the warning matters only once a command
+    /// runs, and a command waits for the probe anyway.
+    pub fn startup_warning_or_later(&self, label: &str) -> Option<String> {
+        let known = self.policy.mode == SandboxMode::DangerFullAccess
+            || self.support.is_some()
+            || Support::probed().is_some();
+        if known {
+            return self.startup_warning();
+        }
+        self.warn_on_stderr_in_background(label);
+        None
+    }
+
     /// Prints [`startup_warning`](Self::startup_warning) to stderr as
     /// `LABEL: WARNING` once the probe has answered, from a thread of its
     /// own: a server says it at start without waiting for the probe.

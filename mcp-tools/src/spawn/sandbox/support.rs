@@ -24,11 +24,13 @@ pub struct Support {
     pub namespaces: Result<(), String>,
 }
 
+/// The probe's answer, once given ([`Support::probe`]).
+static SUPPORT: OnceLock<Support> = OnceLock::new();
+
 impl Support {
     /// This system's support, probed on the first call (the namespace
     /// probe starts one `true`) and honouring [`SIMULATE_VAR`].
     pub fn probe() -> &'static Support {
-        static SUPPORT: OnceLock<Support> = OnceLock::new();
         SUPPORT.get_or_init(|| {
             let simulate = std::env::var(SIMULATE_VAR).unwrap_or_default();
             let mut support = Support {
@@ -49,6 +51,11 @@ impl Support {
             }
             support
         })
+    }
+
+    /// The probe's answer if it has been given, without waiting for it.
+    pub fn probed() -> Option<&'static Support> {
+        SUPPORT.get()
     }
 
     /// Starts [`probe`](Self::probe) on a thread of its own and returns at
