@@ -470,14 +470,8 @@ impl Server {
         }
         self.write().restarts += 1;
         self.stderr.clear();
-        let started = tokio::time::timeout(
-            self.startup_timeout,
-            self.launch
-                .connect(&self.name, &self.stderr, self.elicitor.as_ref()),
-        )
-        .await;
-        let failure = match started {
-            Ok(Ok(connection)) => {
+        let failure = match self.connect_once().await {
+            Ok(connection) => {
                 let peer = connection.client.peer().clone();
                 let (old, generation) = {
                     let mut state = self.write();
@@ -493,8 +487,7 @@ impl Server {
                 tracing::info!(server = %self.name, "restarted after: {reason}");
                 return Ok((peer, generation));
             }
-            Ok(Err(e)) => format!("{e:#}"),
-            Err(_) => format!("no answer within {}", seconds(self.startup_timeout)),
+            Err(failure) => failure,
         };
         let reason = format!(
             "{reason}; the restart failed: {failure}{}",
@@ -504,19 +497,29 @@ impl Server {
         Err(self.not_running(&reason))
     }
 
+    /// One connection attempt within the startup timeout; the failure as
+    /// one phrase.
+    async fn connect_once(&self) -> Result<Connection, String> {
+        let attempt = self
+            .launch
+            .connect(&self.name, &self.stderr, self.elicitor.as_ref());
+        match tokio::time::timeout(self.startup_timeout, attempt).await {
+            Ok(Ok(connection)) => Ok(connection),
+            Ok(Err(e)) => Err(format!("{e:#}")),
+            Err(_) => Err(format!(
+                "no answer within {}",
+                seconds(self.startup_timeout)
+            )),
+        }
+    }
+
     /// The first start of an [`unstarted`](Server::unstarted) server
     /// (under the restart lock). It keeps generation 0, so the hub does not
     /// list tools it already has; a failure leaves the server down, with
     /// the one restart still to come.
     async fn start_first(&self) -> Result<(Peer<RoleClient>, u64), String> {
-        let started = tokio::time::timeout(
-            self.startup_timeout,
-            self.launch
-                .connect(&self.name, &self.stderr, self.elicitor.as_ref()),
-        )
-        .await;
-        let failure = match started {
-            Ok(Ok(connection)) => {
+        let failure = match self.connect_once().await {
+            Ok(connection) => {
                 let peer = connection.client.peer().clone();
                 let refused = {
                     let mut state = self.write();
@@ -540,8 +543,7 @@ impl Server {
                 }
                 return Ok((peer, 0));
             }
-            Ok(Err(e)) => format!("{e:#}"),
-            Err(_) => format!("no answer within {}", seconds(self.startup_timeout)),
+            Err(failure) => failure,
         };
         let reason = format!(
             "it failed to start: {failure}{}",
