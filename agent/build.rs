@@ -3,8 +3,9 @@
 //! Why: a position-independent binary of this size carries about 54 000
 //! relative relocations, which the loader applies at every start, copying
 //! the ~230 pages of `.data.rel.ro` they land in. Measured on the release
-//! build: 2.7 ms of CPU, 300 page faults and 2.5 MB of peak RSS per run
-//! (`nanohermes-bench start rss`; ARCHITECTURE.md, "Start-up"). What it gives
+//! build, one binary linked both ways (`perf stat`, `/usr/bin/time`): 2.7 ms
+//! of CPU, 300 page faults and 2.5 MB of peak RSS per run (ARCHITECTURE.md,
+//! "Cross-cutting concerns: Performance"). What it gives
 //! up is the randomised address of the executable's own image; shared
 //! libraries, heap, stacks and mappings stay randomised.
 

@@ -72,7 +72,7 @@ impl CompactionConfig {
     /// Whether `messages` is past both limits: more characters than the
     /// threshold and more than `keep + 1` messages.
     pub fn is_due(&self, messages: &[Value]) -> bool {
-        messages.len() > self.keep_messages + 1 && history_chars(messages) > self.threshold_chars
+        self.is_due_at(messages.len(), history_chars(messages))
     }
 
     /// [`is_due`](Self::is_due) for a history of `count` messages whose

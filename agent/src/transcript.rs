@@ -123,8 +123,10 @@ fn lengths(encoded: &[Box<RawValue>]) -> usize {
     encoded.iter().map(|raw| raw.get().len()).sum()
 }
 
-/// `message` as JSON. Encoding a `Value` cannot fail (its keys are strings).
-fn encode(message: &Value) -> Box<RawValue> {
+/// `message` as JSON, as a request sends it (also the hub's declarations,
+/// `hub/declarations.rs`). Encoding a `Value` cannot fail (its keys are
+/// strings).
+pub(crate) fn encode(message: &Value) -> Box<RawValue> {
     serde_json::value::to_raw_value(message).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 

@@ -19,15 +19,8 @@ pub(crate) struct Declarations {
 impl Declarations {
     /// Each declaration as JSON, encoded on the first call after a change.
     pub(crate) fn encoded(&self) -> &[Box<RawValue>] {
-        self.encoded.get_or_init(|| {
-            self.values
-                .iter()
-                .map(|value| {
-                    serde_json::value::to_raw_value(value)
-                        .unwrap_or_else(|_| RawValue::NULL.to_owned())
-                })
-                .collect()
-        })
+        self.encoded
+            .get_or_init(|| self.values.iter().map(crate::transcript::encode).collect())
     }
 }
 

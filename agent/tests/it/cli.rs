@@ -1156,3 +1156,31 @@ async fn the_sandbox_warning_is_said_once_at_start_whether_or_not_the_probe_had_
     let result = tool_result(mock.requests()[1].messages(), "c1").to_owned();
     assert!(result.starts_with("ERROR"), "{result}");
 }
+
+#[tokio::test]
+async fn a_required_builtin_starts_with_the_agent_and_its_failure_stops_the_run() {
+    // memory.db is a directory, and the user made memory required: the
+    // agent must fail at start, before asking the model, not at a call.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir(home.path().join("memory.db")).unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[mcp_servers.memory]\nrequired = true\n",
+    )
+    .unwrap();
+    let home = home.path().display().to_string();
+    let workspace = tempfile::tempdir().unwrap();
+    let workspace = workspace_arg(workspace.path());
+    let mock = MockModel::start(vec![text(&["never asked"]).into()]).await;
+    let url = mock.base_url();
+    let mut env = on_mock(&mock, &url);
+    env.push(("NANOHERMES_HOME", home.as_str()));
+    let run = nanohermes(&["run", "--workspace", &workspace, "go"], &env).await;
+    assert_ne!(run.code, Some(0), "{run:#?}");
+    assert!(
+        run.stderr.contains("server memory") && run.stderr.contains("required"),
+        "{}",
+        run.stderr
+    );
+    assert!(mock.requests().is_empty(), "the model was asked");
+}
