@@ -132,9 +132,28 @@ pub async fn run(
     script: Vec<Step>,
     watch: bool,
 ) -> anyhow::Result<Run> {
+    run_under(&[], bins, setting, script, watch).await
+}
+
+/// [`run`], with the agent started by `launcher` (a program and its
+/// arguments, such as `valgrind --tool=callgrind`) when it is not empty.
+pub async fn run_under(
+    launcher: &[String],
+    bins: &Bins,
+    setting: &Setting,
+    script: Vec<Step>,
+    watch: bool,
+) -> anyhow::Result<Run> {
     let expected = script.len();
-    let mock = MockModel::start(script).await;
-    let mut command = tokio::process::Command::new(bins.agent());
+    let mock = MockModel::start_keep_alive(script).await;
+    let mut command = match launcher.split_first() {
+        Some((program, args)) => {
+            let mut command = tokio::process::Command::new(program);
+            command.args(args).arg(bins.agent());
+            command
+        }
+        None => tokio::process::Command::new(bins.agent()),
+    };
     command
         .args(["run", "--workspace"])
         .arg(setting.workspace())

@@ -30,7 +30,7 @@ impl Bins {
         let bins = Bins { dir };
         anyhow::ensure!(
             bins.agent().exists(),
-            "{} is missing; build every binary first: scripts/bench (or cargo build --profile dist --workspace --bins)",
+            "{} is missing; build every binary first: scripts/bench (or cargo build --release --workspace --bins)",
             bins.agent().display()
         );
         Ok(bins)

@@ -4,7 +4,7 @@
 //! figure is held to. Nothing is asserted: figures live here, never in tests.
 //!
 //! ```text
-//! scripts/bench                 # builds the dist profile, runs every section
+//! scripts/bench                 # builds the release profile, runs every section
 //! scripts/bench --runs 5 start  # fewer runs, one section
 //! ```
 //!
@@ -16,6 +16,9 @@
 //! (grep against rg, memory search at 100 000 memories), `sizes`, `ready`
 //! (each tool server's spawn → handshake answer → `tools/list` answer over
 //! stdio, both protocol eras, and its exit once stdin closes).
+//!
+//! `nanohermes-bench order FILE` writes the agent's link-order file instead
+//! (see [`order`]; `scripts/symbol-order` runs it).
 
 // A benchmark prints its table.
 #![allow(clippy::print_stdout)]
@@ -26,6 +29,7 @@ mod calls;
 #[path = "../../agent/tests/support/mock_model.rs"]
 #[allow(dead_code, missing_docs, unreachable_pub)]
 mod mock_model;
+mod order;
 mod ready;
 mod serve_start;
 mod stats;
@@ -66,7 +70,7 @@ fn parse_args() -> anyhow::Result<Args> {
             }
             "-h" | "--help" => {
                 println!(
-                    "usage: nanohermes-bench [--runs N] [{}]",
+                    "usage: nanohermes-bench [--runs N] [{}]\n       nanohermes-bench order FILE",
                     SECTIONS.join("|")
                 );
                 std::process::exit(0);
@@ -86,6 +90,13 @@ fn parse_args() -> anyhow::Result<Args> {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
+    let mut argv = std::env::args().skip(1);
+    if argv.next().as_deref() == Some("order") {
+        let out = argv
+            .next()
+            .ok_or_else(|| anyhow::anyhow!("usage: nanohermes-bench order FILE"))?;
+        return order::write_order_file(&Bins::beside_me()?, out.as_ref()).await;
+    }
     let args = parse_args()?;
     let bins = Bins::beside_me()?;
     let mut table = Table::default();

@@ -49,7 +49,7 @@ pub async fn serve_to_first_progress(bins: &Bins) -> anyhow::Result<(Duration, D
     let root = tempfile::tempdir()?;
     let home = tempfile::tempdir()?;
     std::fs::write(root.path().join("README.md"), "# bench\n")?;
-    let mock = MockModel::start(four_steps()).await;
+    let mock = MockModel::start_keep_alive(four_steps()).await;
     let mut command = tokio::process::Command::new(bins.agent());
     command
         .arg("serve")

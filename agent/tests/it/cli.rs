@@ -1133,7 +1133,7 @@ async fn a_builtin_that_fails_on_its_first_call_says_why_and_the_run_goes_on() {
 async fn the_sandbox_warning_is_said_once_at_start_whether_or_not_the_probe_had_answered() {
     // Without Landlock the policy cannot be enforced: one warning at
     // start, and the command is refused (`sandbox_unavailable = "refuse"`).
-    // The namespace probe still forks, so the warning usually comes from
+    // The namespace probe still starts a child, so the warning usually comes from
     // the probe's own thread, after the start.
     let dir = tempfile::tempdir().unwrap();
     let mock = MockModel::start(vec![
@@ -1155,6 +1155,62 @@ async fn the_sandbox_warning_is_said_once_at_start_whether_or_not_the_probe_had_
     );
     let result = tool_result(mock.requests()[1].messages(), "c1").to_owned();
     assert!(result.starts_with("ERROR"), "{result}");
+}
+
+#[tokio::test]
+async fn the_agent_binary_answers_the_namespace_probe_as_a_forked_child_does() {
+    // The agent probes by starting itself (posix_spawn, no fork of the
+    // agent); this test binary probes the old way, forking. They agree.
+    use mcp_tools::spawn::sandbox::{PROBE_ARG, Support};
+    let forked = Support::probe().namespaces.clone();
+    let run = nanohermes(&[PROBE_ARG], &[]).await;
+    assert_eq!(
+        run.code == Some(0),
+        forked.is_ok(),
+        "{run:#?} against {forked:?}"
+    );
+    assert!(run.stdout.is_empty() && run.stderr.is_empty(), "{run:#?}");
+}
+
+#[tokio::test]
+async fn a_command_the_agent_runs_cannot_write_git_hooks() {
+    // The protected paths need the namespaces the agent's own probe found:
+    // the command runs (ran.txt) and the hook is not written.
+    let dir = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let script = "echo ok > ran.txt; printf x > .git/hooks/pre-commit";
+    let mock = MockModel::start(vec![
+        tool_calls(&[call("c1", "run_command", json!({"command": script}))]).into(),
+        text(&["done"]).into(),
+    ])
+    .await;
+    let url = mock.base_url();
+    let workspace = workspace_arg(dir.path());
+    let run = nanohermes(
+        &["run", "--workspace", &workspace, "go"],
+        &on_mock(&mock, &url),
+    )
+    .await;
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    let result = tool_result(mock.requests()[1].messages(), "c1").to_owned();
+    assert!(
+        dir.path().join("ran.txt").exists(),
+        "the command did not run: {result}"
+    );
+    assert!(
+        !dir.path().join(".git/hooks/pre-commit").exists(),
+        "{result}"
+    );
+    assert!(
+        !run.stderr.contains("sandbox:"),
+        "no sandbox warning: {}",
+        run.stderr
+    );
 }
 
 #[tokio::test]

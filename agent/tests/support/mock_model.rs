@@ -101,16 +101,33 @@ pub struct MockModel {
 impl MockModel {
     /// Starts serving `script`, one step per request, in order.
     pub async fn start(script: Vec<Step>) -> MockModel {
-        MockModel::serve_script(script, false).await
+        MockModel::serve_script(script, Mode::default()).await
+    }
+
+    /// Like [`MockModel::start`], but the way real model servers answer:
+    /// each connection stays open for the next request, and a stream is
+    /// sent chunked, every piece at once. The benchmark drives the agent
+    /// with it; [`MockModel::start`] closes each connection, so that a
+    /// test sees every stream end where its script ends it.
+    pub async fn start_keep_alive(script: Vec<Step>) -> MockModel {
+        let mode = Mode {
+            keep_alive: true,
+            ..Mode::default()
+        };
+        MockModel::serve_script(script, mode).await
     }
 
     /// Like [`MockModel::start`], but refuses (HTTP 500) any request whose
     /// history has tool-call arguments that are not one JSON object.
     pub async fn start_strict(script: Vec<Step>) -> MockModel {
-        MockModel::serve_script(script, true).await
+        let mode = Mode {
+            strict: true,
+            ..Mode::default()
+        };
+        MockModel::serve_script(script, mode).await
     }
 
-    async fn serve_script(script: Vec<Step>, strict: bool) -> MockModel {
+    async fn serve_script(script: Vec<Step>, mode: Mode) -> MockModel {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind the mock model");
@@ -121,7 +138,7 @@ impl MockModel {
         let task = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let (log, script) = (log.clone(), script.clone());
-                tokio::spawn(async move { serve(stream, &log, &script, strict).await });
+                tokio::spawn(async move { serve(stream, &log, &script, mode).await });
             }
         });
         MockModel {
@@ -148,15 +165,36 @@ impl Drop for MockModel {
     }
 }
 
+/// How the mock answers, beside its script.
+#[derive(Debug, Clone, Copy, Default)]
+struct Mode {
+    /// Refuse histories whose tool-call arguments are not JSON objects.
+    strict: bool,
+    /// Keep connections open and send streams chunked.
+    keep_alive: bool,
+}
+
 async fn serve(
     mut stream: TcpStream,
     log: &Mutex<Vec<Recorded>>,
     script: &Mutex<std::vec::IntoIter<Step>>,
-    strict: bool,
+    mode: Mode,
 ) {
     let _ = stream.set_nodelay(true);
-    let Some((path, headers, body)) = read_request(&mut stream).await else {
-        return;
+    while answer_one(&mut stream, log, script, mode).await && mode.keep_alive {}
+    let _ = stream.shutdown().await;
+}
+
+/// Reads one request and answers it; false when the connection is done.
+async fn answer_one(
+    stream: &mut TcpStream,
+    log: &Mutex<Vec<Recorded>>,
+    script: &Mutex<std::vec::IntoIter<Step>>,
+    mode: Mode,
+) -> bool {
+    let strict = mode.strict;
+    let Some((path, headers, body)) = read_request(stream).await else {
+        return false;
     };
     // When the request arrived, before this mock spends time parsing it.
     let at = Instant::now();
@@ -207,19 +245,35 @@ async fn serve(
     if let Some(hook) = &step.on_request {
         hook();
     }
+    let connection = if mode.keep_alive {
+        "keep-alive"
+    } else {
+        "close"
+    };
     match step.reply {
+        Reply::Sse(pieces) if mode.keep_alive => {
+            let mut out = format!("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: {connection}\r\nTransfer-Encoding: chunked\r\n\r\n").into_bytes();
+            for piece in pieces.iter().filter(|p| !p.is_empty()) {
+                out.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+                out.extend_from_slice(piece);
+                out.extend_from_slice(b"\r\n");
+            }
+            out.extend_from_slice(b"0\r\n\r\n");
+            stream.write_all(&out).await.is_ok()
+        }
         Reply::Sse(pieces) => {
             let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n";
             if stream.write_all(head.as_bytes()).await.is_err() {
-                return;
+                return false;
             }
             for piece in pieces {
                 if stream.write_all(&piece).await.is_err() || stream.flush().await.is_err() {
-                    return;
+                    return false;
                 }
                 // Let the piece leave as its own read on the other side.
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
+            false
         }
         Reply::Status {
             code,
@@ -227,28 +281,26 @@ async fn serve(
             body,
         } => {
             let mut head = format!(
-                "HTTP/1.1 {code} Scripted\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+                "HTTP/1.1 {code} Scripted\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: {connection}\r\n",
                 body.len()
             );
             for (name, value) in headers {
                 head.push_str(&format!("{name}: {value}\r\n"));
             }
             head.push_str("\r\n");
-            let _ = stream.write_all(head.as_bytes()).await;
-            let _ = stream.write_all(body.as_bytes()).await;
+            head.push_str(&body);
+            stream.write_all(head.as_bytes()).await.is_ok()
         }
         Reply::Json(value) => {
             let body = value.to_string();
             let head = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: {connection}\r\n\r\n{body}",
                 body.len()
             );
-            let _ = stream.write_all(head.as_bytes()).await;
-            let _ = stream.write_all(body.as_bytes()).await;
+            stream.write_all(head.as_bytes()).await.is_ok()
         }
-        Reply::Drop => return,
+        Reply::Drop => false,
     }
-    let _ = stream.shutdown().await;
 }
 
 /// Whether every assistant tool call in `messages` has arguments that

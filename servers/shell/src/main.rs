@@ -15,6 +15,8 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
+    // First: this process may be the sandbox's namespace probe.
+    mcp_tools::spawn::sandbox::answer_probe();
     nanohermes_shell::signals::survive_interrupts_when_piped();
     let cli = Cli::parse();
     let ctx = match cli.serve.context() {

@@ -51,6 +51,7 @@ use clap::ValueEnum;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use child::{PROBE_ARG, answer_probe};
 pub use support::{SIMULATE_VAR, Support};
 
 use super::SpawnCommand;
