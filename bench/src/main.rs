@@ -380,6 +380,16 @@ fn sizes(bins: &Bins, table: &mut Table) -> anyhow::Result<()> {
         String::new(),
         "",
     );
+    let found = match order::names_found(&bins.agent())? {
+        Some((found, listed)) => format!("{found} of {listed}"),
+        None => "unknown (no nm, or a stripped binary)".to_owned(),
+    };
+    table.row(
+        "link-order names the agent defines (agent/link/hot-symbols.txt)",
+        found,
+        String::new(),
+        "all: else run scripts/symbol-order",
+    );
     Ok(())
 }
 

@@ -19,6 +19,36 @@ use std::path::Path;
 use crate::agent_runs::{self, Placement, Setting};
 use crate::bins::Bins;
 
+/// The committed link-order file, where `scripts/symbol-order` writes it.
+pub const ORDER_FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../agent/link/hot-symbols.txt");
+
+/// How many of [`ORDER_FILE`]'s names `agent` defines, and how many it
+/// lists: a file gone stale (a new toolchain, another profile) shows here
+/// before it shows as resident memory. `None` when `nm` cannot say (not
+/// installed, or a stripped binary).
+pub fn names_found(agent: &Path) -> anyhow::Result<Option<(usize, usize)>> {
+    let listed = std::fs::read_to_string(ORDER_FILE)?;
+    let listed: BTreeSet<&str> = listed.lines().filter(|l| !l.is_empty()).collect();
+    let Ok(nm) = std::process::Command::new("nm")
+        .arg("--defined-only")
+        .arg(agent)
+        .output()
+    else {
+        return Ok(None);
+    };
+    if !nm.status.success() {
+        return Ok(None);
+    }
+    let defined = String::from_utf8_lossy(&nm.stdout);
+    let found = defined
+        .lines()
+        .filter_map(|line| line.rsplit(' ').next())
+        .filter(|name| listed.contains(name))
+        .collect::<BTreeSet<_>>()
+        .len();
+    Ok(Some((found, listed.len())))
+}
+
 /// Runs the tasks under callgrind and writes the names to `out`.
 pub async fn write_order_file(bins: &Bins, out: &Path) -> anyhow::Result<()> {
     let traces = tempfile::tempdir()?;
