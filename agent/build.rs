@@ -12,7 +12,7 @@
 //!    `link/hot-symbols.txt` (`scripts/symbol-order` writes it). A run
 //!    executes about 2.5 MB of a 22 MB `.text`; scattered, the kernel's
 //!    64 KB fault-around made most of the section resident. Measured on the
-//!    release build, the 4-step task: peak RSS 20.4 → 13.7 MB. Only in
+//!    release build, the 4-step task: peak RSS 20.2 → 8.8 MB. Only in
 //!    optimised builds (tests would pay the link time for nothing), and only
 //!    where rustc links with its own lld (the x86_64 Linux default), the one
 //!    linker here that takes `--symbol-ordering-file`. A name the build no
