@@ -1177,12 +1177,7 @@ async fn a_command_the_agent_runs_cannot_write_git_hooks() {
     // The protected paths need the namespaces the agent's own probe found:
     // the command runs (ran.txt) and the hook is not written.
     let dir = tempfile::tempdir().unwrap();
-    let status = std::process::Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(dir.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    git(dir.path(), &["init", "-q"]);
     let script = "echo ok > ran.txt; printf x > .git/hooks/pre-commit";
     let mock = MockModel::start(vec![
         tool_calls(&[call("c1", "run_command", json!({"command": script}))]).into(),

@@ -116,7 +116,8 @@ pub(super) fn probe_namespaces() -> Result<(), String> {
     let refused = |e: io::Error| {
         format!("this system does not let a process make a user and mount namespace: {e}")
     };
-    let mut command = if ANSWERS_PROBE.load(Ordering::Relaxed) {
+    let self_spawned = ANSWERS_PROBE.load(Ordering::Relaxed);
+    let mut command = if self_spawned {
         // No pre_exec: std starts it with posix_spawn.
         let mut command = std::process::Command::new("/proc/self/exe");
         command.arg(PROBE_ARG);
@@ -135,9 +136,7 @@ pub(super) fn probe_namespaces() -> Result<(), String> {
         Ok(status) if status.success() => Ok(()),
         Ok(status) => match status.code() {
             Some(EXEC_FAILED) => Err("a test child could not run `true` in the namespaces".into()),
-            Some(errno) if ANSWERS_PROBE.load(Ordering::Relaxed) => {
-                Err(refused(io::Error::from_raw_os_error(errno)))
-            }
+            Some(errno) if self_spawned => Err(refused(io::Error::from_raw_os_error(errno))),
             _ => Err(format!("a test child ended with {status}")),
         },
         Err(e) => Err(refused(e)),

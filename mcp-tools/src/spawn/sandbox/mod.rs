@@ -373,7 +373,7 @@ impl Sandbox {
     /// waiting for the probe, else `None` and the warning is printed to
     /// stderr as `LABEL: WARNING` once the probe has answered (as
     /// [`warn_on_stderr_in_background`](Self::warn_on_stderr_in_background)):
-    /// the probe forks and execs, a few milliseconds that a program's start
+    /// the probe starts a child, a few milliseconds that a program's start
     /// should not wait for, while the warning matters only once a command
     /// runs, and a command waits for the probe anyway.
     pub fn startup_warning_or_later(&self, label: &str) -> Option<String> {
