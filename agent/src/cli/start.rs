@@ -45,12 +45,11 @@ pub async fn start_agent(config: Config, opened: &Opened) -> anyhow::Result<Star
             .hub
             .connect_wait
             .or(Some(crate::hub::DEFAULT_CONNECT_WAIT)),
+        skills: guidance.skills.clone(),
+        offered: Some(config.agent.policy.clone()),
         ..config.hub
     };
-    let mut hub = Hub::start(hub_config)
-        .await?
-        .with_skills(guidance.skills.clone())
-        .offer_only(config.agent.policy.clone());
+    let mut hub = Hub::start(hub_config).await?;
     // A resumed session's found tools are declared from its first request.
     hub.surface(opened.file.surfaced.clone());
     let client = client.await??;

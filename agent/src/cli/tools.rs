@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use super::table::table;
 use crate::config::Config;
-use crate::hub::Hub;
+use crate::hub::{Hub, HubConfig};
 use crate::ui::{TerminalUi, Ui};
 
 /// `nanohermes tools`: the merged tool list, one tool per line: the tools
@@ -14,7 +14,11 @@ use crate::ui::{TerminalUi, Ui};
 /// behind `tool_search`.
 pub async fn tools(config: Config) -> anyhow::Result<ExitCode> {
     let policy = config.agent.policy;
-    let hub = Hub::start(config.hub).await?.offer_only(policy.clone());
+    let hub = Hub::start(HubConfig {
+        offered: Some(policy.clone()),
+        ..config.hub
+    })
+    .await?;
     let mut ui = TerminalUi::default();
     for warning in hub.warnings() {
         ui.notice(warning);

@@ -248,6 +248,12 @@ pub struct HubConfig {
     /// every server starts in [`Hub::start`] (`nanohermes mcp list`, which
     /// reports what a real start found).
     pub builtins_on_first_use: bool,
+    /// The skills the `skill` meta-tool offers from the start (as
+    /// [`Hub::with_skills`], without building the tool table twice).
+    pub skills: Vec<crate::prompt::Skill>,
+    /// The policy the declarations are narrowed to from the start (as
+    /// [`Hub::offer_only`], without building the tool table twice).
+    pub offered: Option<Policy>,
 }
 
 impl HubConfig {
@@ -271,6 +277,8 @@ impl HubConfig {
             elicitor: None,
             sandbox: mcp_tools::spawn::SandboxPolicy::default(),
             builtins_on_first_use: true,
+            skills: Vec::new(),
+            offered: None,
         }
     }
 }
@@ -422,7 +430,7 @@ impl Hub {
             max_output: config.max_output,
             statuses: Vec::new(),
             catalog: refresh::Catalog::default(),
-            skills: Vec::new(),
+            skills: config.skills.clone(),
             agents: agents::Agents::default(),
             deferral: deferred::Deferral::new(config.deferral.clone(), pinned_servers),
             pending: late::Pending::default(),
@@ -456,7 +464,11 @@ impl Hub {
             }
             hub.statuses.push(status);
         }
-        // Names, declarations, meta-tools; list_changed subscriptions.
+        if let Some(policy) = &config.offered {
+            hub.catalog.offer(policy.clone());
+        }
+        // Names, declarations, meta-tools (once: skills and the policy are
+        // in); list_changed subscriptions.
         hub.rebuild();
         hub.listen_for_changes();
         Ok(hub)

@@ -14,7 +14,7 @@ use tokio::sync::{Mutex, OnceCell, RwLock};
 
 use crate::cli::load;
 use crate::config::{Config, Options};
-use crate::hub::Hub;
+use crate::hub::{Hub, HubConfig};
 use crate::llm::Client;
 use crate::prompt::Guidance;
 
@@ -119,10 +119,12 @@ impl Workspaces {
         let settings = config.model.clone();
         let client = tokio::task::spawn_blocking(move || Client::new(settings));
         let guidance = crate::prompt::load(&config.workspace, &config.guidance);
-        let hub = Hub::start(config.hub.clone())
-            .await
-            .map_err(|e| format!("{e:#}"))?
-            .with_skills(guidance.skills.clone());
+        let hub = Hub::start(HubConfig {
+            skills: guidance.skills.clone(),
+            ..config.hub.clone()
+        })
+        .await
+        .map_err(|e| format!("{e:#}"))?;
         for warning in hub.warnings().iter().chain(&guidance.warnings) {
             tracing::warn!("{}: {warning}", workspace.display());
         }

@@ -5,8 +5,10 @@
 //! stream written in separate pieces (frames split mid-way, even mid UTF-8
 //! character), a status with headers (429 + `Retry-After`), a whole JSON
 //! body, or a dropped connection. Every request is recorded (path, headers,
-//! JSON body, arrival time) for assertions. Once the script is spent it
-//! answers HTTP 500 `script exhausted`.
+//! body, arrival time) for assertions; the body is parsed as JSON when
+//! [`MockModel::requests`] is asked, not before answering, so a
+//! benchmark's step does not include the mock's parsing. Once the script
+//! is spent it answers HTTP 500 `script exhausted`.
 //!
 //! [`MockModel::start_strict`] behaves like vLLM and llama.cpp: a request
 //! whose history holds tool-call `arguments` that are not one JSON object
@@ -91,10 +93,31 @@ impl Recorded {
     }
 }
 
+/// A request as logged: its body as it came.
+#[derive(Debug, Clone)]
+struct Logged {
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    at: Instant,
+}
+
+impl Logged {
+    fn parsed(&self) -> Recorded {
+        Recorded {
+            path: self.path.clone(),
+            headers: self.headers.clone(),
+            body: serde_json::from_slice(&self.body).unwrap_or(Value::Null),
+            body_len: self.body.len(),
+            at: self.at,
+        }
+    }
+}
+
 /// The running mock.
 pub struct MockModel {
     port: u16,
-    recorded: Arc<Mutex<Vec<Recorded>>>,
+    recorded: Arc<Mutex<Vec<Logged>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -155,7 +178,8 @@ impl MockModel {
 
     /// Every request received so far, in arrival order.
     pub fn requests(&self) -> Vec<Recorded> {
-        self.recorded.lock().expect("mock log").clone()
+        let log = self.recorded.lock().expect("mock log").clone();
+        log.iter().map(Logged::parsed).collect()
     }
 }
 
@@ -176,7 +200,7 @@ struct Mode {
 
 async fn serve(
     mut stream: TcpStream,
-    log: &Mutex<Vec<Recorded>>,
+    log: &Mutex<Vec<Logged>>,
     script: &Mutex<std::vec::IntoIter<Step>>,
     mode: Mode,
 ) {
@@ -188,7 +212,7 @@ async fn serve(
 /// Reads one request and answers it; false when the connection is done.
 async fn answer_one(
     stream: &mut TcpStream,
-    log: &Mutex<Vec<Recorded>>,
+    log: &Mutex<Vec<Logged>>,
     script: &Mutex<std::vec::IntoIter<Step>>,
     mode: Mode,
 ) -> bool {
@@ -196,17 +220,17 @@ async fn answer_one(
     let Some((path, headers, body)) = read_request(stream).await else {
         return false;
     };
-    // When the request arrived, before this mock spends time parsing it.
+    // When the request arrived, before this mock spends time on it.
     let at = Instant::now();
-    let body_len = body.len();
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let refused = strict
-        && !arguments_are_objects(
-            body["messages"]
+    let refused = strict && {
+        let parsed: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        !arguments_are_objects(
+            parsed["messages"]
                 .as_array()
                 .map(Vec::as_slice)
                 .unwrap_or_default(),
-        );
+        )
+    };
     // Take the step and record the request together, so the order of the
     // log is the order of the script.
     let step = {
@@ -216,11 +240,10 @@ async fn answer_one(
         } else {
             script.lock().expect("mock script").next()
         };
-        log.push(Recorded {
+        log.push(Logged {
             path,
             headers,
             body,
-            body_len,
             at,
         });
         step

@@ -23,7 +23,9 @@
 //! that part: its rules only add rights down a hierarchy, so a root that
 //! may create files lets every directory below it create them too.
 //!
-//! Honest when unavailable: [`Support`] is probed once per process; what
+//! Honest when unavailable: [`Support`] is probed once per process (the
+//! namespace probe's yes is kept for the next process with the same boot,
+//! binary and security context: [`probe_cache`]); what
 //! the policy asks and the system cannot enforce is named by
 //! [`Sandbox::status`], and [`Sandbox::confine`] either refuses the
 //! command or runs it with what is there and a warning, as
@@ -40,6 +42,7 @@
 
 mod child;
 mod denial;
+mod probe_cache;
 mod protect;
 mod rules;
 mod support;
@@ -52,6 +55,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use child::{PROBE_ARG, answer_probe};
+pub use probe_cache::CACHE_VAR as PROBE_CACHE_VAR;
 pub use support::{SIMULATE_VAR, Support};
 
 use super::SpawnCommand;

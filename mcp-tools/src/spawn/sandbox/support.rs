@@ -29,7 +29,9 @@ static SUPPORT: OnceLock<Support> = OnceLock::new();
 
 impl Support {
     /// This system's support, probed on the first call (the namespace
-    /// probe starts one `true`) and honouring [`SIMULATE_VAR`].
+    /// probe starts one `true`, unless an earlier process with the same
+    /// key found that it works: [`super::probe_cache`]) and honouring
+    /// [`SIMULATE_VAR`].
     pub fn probe() -> &'static Support {
         SUPPORT.get_or_init(|| {
             let simulate = std::env::var(SIMULATE_VAR).unwrap_or_default();
@@ -46,8 +48,11 @@ impl Support {
                     support.namespaces = Err(format!("simulated by {SIMULATE_VAR}"));
                 }
             }
-            if support.namespaces.is_ok() {
+            if support.namespaces.is_ok() && !super::probe_cache::recalls_yes() {
                 support.namespaces = super::child::probe_namespaces();
+                if support.namespaces.is_ok() {
+                    super::probe_cache::remember_yes();
+                }
             }
             support
         })
