@@ -56,6 +56,9 @@ mod refresh;
 mod repl;
 /// The first request's byte budget with every built-in declared.
 mod request_budget;
+/// The sandbox's namespace probe through the binary: the start-up warning, the probe's
+/// child, the yes kept between runs, protected git hooks.
+mod sandbox_probe;
 /// `nanohermes serve` mounted by an rmcp client: run_task, progress, cancellation, sessions,
 /// tasks, approvals in both eras, HTTP, and one NanoHermes using another.
 mod serve;

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod binary;
 pub mod history;
 pub mod mock_model;
 pub mod oauth_server;
