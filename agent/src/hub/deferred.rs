@@ -37,6 +37,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 
+use super::declarations::Declarations;
 use super::search::{Fields, Index};
 use super::{Hub, ToolInfo};
 use crate::policy::pattern;
@@ -178,21 +179,24 @@ impl Deferral {
     /// Splits `declarations` (already narrowed by the policy): the
     /// deferred ones leave, `tool_search` joins when any did. `tool`
     /// looks a declared name up (`None` for meta-tools, never deferred);
-    /// `pinned` says whether the user's configuration pins a tool.
+    /// `pinned` says whether the user's configuration pins a tool. The
+    /// budget is measured on the declarations' encodings, which the first
+    /// request then sends as they are when nothing was deferred.
     pub(crate) fn split<'a>(
         &mut self,
-        declarations: &mut Vec<Value>,
+        declarations: &mut Declarations,
         tool: impl Fn(&str) -> Option<&'a ToolInfo>,
         pinned: impl Fn(&ToolInfo) -> bool,
         search_allowed: bool,
     ) {
-        let bytes = serde_json::to_string(&*declarations).map_or(0, |s| s.len());
+        // As `serde_json::to_string` of the array: `[a,b,…]`.
+        let encoded = declarations.encoded();
+        let bytes = encoded.iter().map(|d| d.get().len()).sum::<usize>()
+            + encoded.len().saturating_sub(1)
+            + 2;
         let over = bytes > self.config.max_bytes || declarations.len() > self.config.max_tools;
-        let mut deferred = Vec::new();
-        let mut kept = Vec::with_capacity(declarations.len());
-        for declaration in declarations.drain(..) {
-            let name = super::refresh::declaration_name(&declaration);
-            let hold = self.config.enabled
+        let hold = |name: &str| {
+            self.config.enabled
                 && search_allowed
                 && tool(name).is_some_and(|info| {
                     !info.builtin
@@ -201,14 +205,33 @@ impl Deferral {
                         && !self.shown.contains(name)
                         && !self.surfaced.contains(name)
                         && (over || self.late_servers.contains(&info.server))
-                });
-            match tool(name) {
-                Some(info) if hold => deferred.push((info, declaration)),
-                Some(_) => {
+                })
+        };
+        let holds: Vec<bool> = declarations
+            .iter()
+            .map(|declaration| hold(super::refresh::declaration_name(declaration)))
+            .collect();
+        let mut deferred = Vec::new();
+        let mut kept = Vec::with_capacity(declarations.len());
+        if !holds.contains(&true) {
+            // Nothing leaves: the declarations (and their encodings) stay.
+            for declaration in declarations.iter() {
+                let name = super::refresh::declaration_name(declaration);
+                if tool(name).is_some() {
                     self.shown.insert(name.to_owned());
-                    kept.push(declaration);
                 }
-                None => kept.push(declaration),
+            }
+        } else {
+            for (declaration, hold) in declarations.drain(..).zip(holds) {
+                let name = super::refresh::declaration_name(&declaration);
+                match tool(name) {
+                    Some(info) if hold => deferred.push((info, declaration)),
+                    Some(_) => {
+                        self.shown.insert(name.to_owned());
+                        kept.push(declaration);
+                    }
+                    None => kept.push(declaration),
+                }
             }
         }
         self.index = Index::new(deferred.iter().map(|(info, declaration)| {
@@ -231,8 +254,8 @@ impl Deferral {
             .collect();
         if self.active() {
             kept.push(self.declaration());
+            **declarations = kept;
         }
-        *declarations = kept;
     }
 
     /// The deferred tools, in tool order.
