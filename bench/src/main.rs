@@ -357,10 +357,17 @@ async fn tool_figures(bins: &Bins, table: &mut Table) -> anyhow::Result<()> {
 }
 
 fn sizes(bins: &Bins, table: &mut Table) -> anyhow::Result<()> {
-    let size = |path: std::path::PathBuf| std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    // As built (the release profile keeps line tables) and stripped.
+    let size = |path: std::path::PathBuf| {
+        let built = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        match stripped_size(&path) {
+            Some(stripped) => format!("{} ({} stripped)", bytes(built), bytes(stripped)),
+            None => bytes(built),
+        }
+    };
     table.row(
         "binary size: nanohermes (agent + every built-in)",
-        bytes(size(bins.agent())),
+        size(bins.agent()),
         String::new(),
         "",
     );
@@ -370,7 +377,7 @@ fn sizes(bins: &Bins, table: &mut Table) -> anyhow::Result<()> {
             format!(
                 "{} {}",
                 name.trim_start_matches("nanohermes-"),
-                bytes(size(bins.named(name)))
+                size(bins.named(name))
             )
         })
         .collect();
@@ -391,6 +398,24 @@ fn sizes(bins: &Bins, table: &mut Table) -> anyhow::Result<()> {
         "all: else run scripts/symbol-order",
     );
     Ok(())
+}
+
+/// The size `binary` would have stripped (`strip -o` to a temp file);
+/// `None` without `strip`.
+fn stripped_size(binary: &std::path::Path) -> Option<u64> {
+    let dir = tempfile::tempdir().ok()?;
+    let out = dir.path().join("stripped");
+    let status = std::process::Command::new("strip")
+        .arg("-o")
+        .arg(&out)
+        .arg(binary)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .ok()?;
+    status
+        .success()
+        .then(|| std::fs::metadata(&out).ok().map(|m| m.len()))
+        .flatten()
 }
 
 /// The goal of a server's spawn → `tools/list` answer.
