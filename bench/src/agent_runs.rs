@@ -45,6 +45,20 @@ pub struct Setting {
 }
 
 impl Setting {
+    /// In-process built-ins except `children`, which run as child
+    /// processes: the link-order run traces a few children under
+    /// valgrind, slow enough that seven would outlast the agent's
+    /// shutdown grace and be killed before they write their traces.
+    pub fn with_children(bins: &Bins, children: &[&str]) -> anyhow::Result<Setting> {
+        let setting = Setting::new(bins, Placement::InProcess)?;
+        let mut config = String::from("max_iterations = 100\n\n");
+        for name in children {
+            config.push_str(&format!("[mcp_servers.{name}]\nrun = \"process\"\n\n"));
+        }
+        std::fs::write(setting.home.path().join("config.toml"), config)?;
+        Ok(setting)
+    }
+
     /// Writes the config for `placement` (and starts the HTTP servers).
     pub fn new(bins: &Bins, placement: Placement) -> anyhow::Result<Setting> {
         let home = tempfile::tempdir()?;

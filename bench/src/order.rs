@@ -9,8 +9,9 @@
 //! RSS 20.4 → 13.7 MB with the file, and fewer page faults at start.
 //!
 //! How: each scripted task (a one-reply run, the 4-step task, a few trivial
-//! tool calls) runs once under `valgrind --tool=callgrind`, which records
-//! every function executed, with its mangled name. The file lists them
+//! tool calls; the 4-step task again with the built-ins as child processes,
+//! which are this binary too) runs once under `valgrind --tool=callgrind`,
+//! which records every function executed, with its mangled name. The file lists them
 //! sorted, so that a regenerated file diffs by the functions that changed.
 
 use std::collections::BTreeSet;
@@ -62,13 +63,26 @@ pub async fn write_order_file(bins: &Bins, out: &Path) -> anyhow::Result<()> {
             traces.path().join("callgrind.%p").display()
         ),
     ];
-    let setting = Setting::new(bins, Placement::InProcess)?;
-    for script in [
-        agent_runs::trivial_steps(0),
-        agent_runs::four_steps(),
-        agent_runs::trivial_steps(3),
-    ] {
-        agent_runs::run_under(&launcher, bins, &setting, script, false)
+    let in_process = Setting::new(bins, Placement::InProcess)?;
+    // The 4-step task's servers as children (files, shell), and todo,
+    // which only answers its handshake and listing.
+    let children = Setting::with_children(bins, &["files", "shell", "todo"])?;
+    // With the built-ins as child processes, the children (`nanohermes
+    // builtin NAME`, this same binary) are traced too; the commands they
+    // run are not.
+    let mut tracing_children = launcher.clone();
+    tracing_children.extend([
+        "--trace-children=yes".to_owned(),
+        "--trace-children-skip=/bin/*,/usr/*,*/sh,*/true,*/git".to_owned(),
+    ]);
+    let runs = [
+        (&launcher, &in_process, agent_runs::trivial_steps(0)),
+        (&launcher, &in_process, agent_runs::four_steps()),
+        (&launcher, &in_process, agent_runs::trivial_steps(3)),
+        (&tracing_children, &children, agent_runs::four_steps()),
+    ];
+    for (launcher, setting, script) in runs {
+        agent_runs::run_under(launcher, bins, setting, script, false)
             .await
             .map_err(|e| {
                 anyhow::anyhow!("a run under valgrind failed (is valgrind installed?): {e}")
