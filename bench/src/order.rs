@@ -11,8 +11,10 @@
 //! How: each scripted task (a one-reply run, the 4-step task, a few trivial
 //! tool calls; the 4-step task again with the built-ins as child processes,
 //! which are this binary too) runs once under `valgrind --tool=callgrind`,
-//! which records every function executed, with its mangled name. The file lists them
-//! sorted, so that a regenerated file diffs by the functions that changed.
+//! which records every function executed, with its mangled name. The file
+//! lists them sorted, so that a regenerated file diffs by the functions
+//! that changed. (Listing the in-process runs' functions first, then the
+//! children's, measured no different: 9.6–9.7 MB either way.)
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -66,7 +68,8 @@ pub async fn write_order_file(bins: &Bins, out: &Path) -> anyhow::Result<()> {
     let in_process = Setting::new(bins, Placement::InProcess)?;
     // The 4-step task's servers as children (files, shell), and todo,
     // which only answers its handshake and listing.
-    let children = Setting::with_children(bins, &["files", "shell", "todo"])?;
+    const CHILDREN: [&str; 3] = ["files", "shell", "todo"];
+    let children = Setting::with_children(bins, &CHILDREN)?;
     // With the built-ins as child processes, the children (`nanohermes
     // builtin NAME`, this same binary) are traced too; the commands they
     // run are not.
@@ -75,25 +78,37 @@ pub async fn write_order_file(bins: &Bins, out: &Path) -> anyhow::Result<()> {
         "--trace-children=yes".to_owned(),
         "--trace-children-skip=/bin/*,/usr/*,*/sh,*/true,*/git".to_owned(),
     ]);
+    let agent = bins.agent();
+    let agent = agent.to_string_lossy();
     let runs = [
         (&launcher, &in_process, agent_runs::trivial_steps(0)),
         (&launcher, &in_process, agent_runs::four_steps()),
         (&launcher, &in_process, agent_runs::trivial_steps(3)),
         (&tracing_children, &children, agent_runs::four_steps()),
     ];
+    let mut names = BTreeSet::new();
     for (launcher, setting, script) in runs {
         agent_runs::run_under(launcher, bins, setting, script, false)
             .await
             .map_err(|e| {
                 anyhow::anyhow!("a run under valgrind failed (is valgrind installed?): {e}")
             })?;
-    }
-    let agent = bins.agent();
-    let agent = agent.to_string_lossy();
-    let mut names = BTreeSet::new();
-    for entry in std::fs::read_dir(traces.path())? {
-        let text = std::fs::read_to_string(entry?.path())?;
-        names.extend(functions_of(&text, &agent));
+        let mut traced_children = 0;
+        for entry in std::fs::read_dir(traces.path())? {
+            let path = entry?.path();
+            let text = std::fs::read_to_string(&path)?;
+            traced_children += usize::from(is_builtin_child(&text));
+            names.extend(functions_of(&text, &agent));
+            std::fs::remove_file(path)?;
+        }
+        // A child killed at shutdown writes no trace: say so rather than
+        // write a file without its code.
+        anyhow::ensure!(
+            setting.home() != children.home() || traced_children == CHILDREN.len(),
+            "{traced_children} of the {} built-in children wrote a trace \
+             (killed at the agent's shutdown before valgrind wrote it?); run again on an idle machine",
+            CHILDREN.len()
+        );
     }
     anyhow::ensure!(
         !names.is_empty(),
@@ -107,6 +122,13 @@ pub async fn write_order_file(bins: &Bins, out: &Path) -> anyhow::Result<()> {
     std::fs::write(out, file)?;
     eprintln!("{}: {} functions", out.display(), names.len());
     Ok(())
+}
+
+/// Whether a callgrind output file is a `nanohermes builtin NAME` child's.
+fn is_builtin_child(text: &str) -> bool {
+    text.lines()
+        .find_map(|line| line.strip_prefix("cmd:"))
+        .is_some_and(|cmd| cmd.split_whitespace().nth(1) == Some("builtin"))
 }
 
 /// The mangled names of the functions of `object` that a callgrind output
@@ -170,6 +192,15 @@ fn symbol_name(name: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_builtin_childs_trace_is_told_by_its_command_line() {
+        let child = "version: 1\ncmd:  /t/nanohermes builtin files --root /w\nfn=(1) x\n";
+        let agent = "version: 1\ncmd:  /t/nanohermes run --workspace /w builtin\n";
+        assert!(is_builtin_child(child));
+        assert!(!is_builtin_child(agent));
+        assert!(!is_builtin_child("fn=(1) x\n"));
+    }
 
     #[test]
     fn names_are_read_through_the_compression_and_only_for_the_object() {
