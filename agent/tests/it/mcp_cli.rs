@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use crate::support::binary::{Run, output_of};
 use crate::support::history::assert_requests_valid;
 use crate::support::mock_model::{MockModel, call, text, tool_calls};
 use crate::support::{fixture_server, tool_result};
@@ -16,14 +17,6 @@ struct World {
     _root: tempfile::TempDir,
     home: PathBuf,
     workspace: PathBuf,
-}
-
-/// What a `nanohermes` process left behind.
-#[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
 }
 
 impl World {
@@ -88,15 +81,7 @@ impl World {
             command.env_remove(name);
         }
         command.envs(env.iter().copied());
-        let output = tokio::time::timeout(Duration::from_secs(60), command.output())
-            .await
-            .expect("nanohermes finished")
-            .expect("nanohermes ran");
-        Run {
-            code: output.status.code(),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
+        output_of(&mut command).await
     }
 }
 

@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 
+use crate::support::binary::{Run, output_of};
 use crate::support::history::assert_requests_valid;
 use crate::support::mock_model::{MockModel, call, text, tool_calls};
 use crate::support::oauth_server::OAuthServer;
@@ -21,13 +22,6 @@ struct World {
     home: PathBuf,
     workspace: PathBuf,
     server: OAuthServer,
-}
-
-#[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
 }
 
 impl World {
@@ -73,16 +67,7 @@ impl World {
     }
 
     async fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
-        let output =
-            tokio::time::timeout(Duration::from_secs(60), self.command(args, env).output())
-                .await
-                .expect("nanohermes finished")
-                .expect("nanohermes ran");
-        Run {
-            code: output.status.code(),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
+        output_of(&mut self.command(args, env)).await
     }
 
     /// `nanohermes mcp login remote`, with the test opening the URL it prints.

@@ -1,20 +1,12 @@
 use std::path::Path;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::support::binary::{Run, finish};
 use crate::support::history::assert_requests_valid;
 use crate::support::mock_model::{
     MockModel, call, call_raw, chunk, sse, status, text, tool_call_frames, tool_calls, usage_frame,
 };
-
-/// What a `nanohermes` process left behind.
-#[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
 
 const TEST_HOME: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/nanohermes-home");
 
@@ -45,19 +37,6 @@ fn command(
         .process_group(0)
         .kill_on_drop(true);
     command
-}
-
-/// Waits for `child` (a generous timeout only catches a hang).
-async fn finish(child: tokio::process::Child) -> Run {
-    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
-        .await
-        .expect("nanohermes finished")
-        .expect("nanohermes ran");
-    Run {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
 }
 
 async fn run(mock: &MockModel, dir: &Path, format: &str, extra: &[&str], task: &str) -> Run {

@@ -35,14 +35,34 @@ pub async fn nanohermes(args: &[&str], env: &[(&str, &str)]) -> Run {
         command.env_remove(name);
     }
     command.envs(env.iter().copied());
+    output_of(&mut command).await
+}
+
+/// Runs `command` to its end; the generous timeout only catches a hang.
+pub async fn output_of(command: &mut tokio::process::Command) -> Run {
     let output = tokio::time::timeout(Duration::from_secs(60), command.output())
         .await
         .expect("nanohermes finished")
         .expect("nanohermes ran");
-    Run {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    Run::from(output)
+}
+
+/// Waits for `child`, spawned with piped output, to end (the same timeout).
+pub async fn finish(child: tokio::process::Child) -> Run {
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("nanohermes finished")
+        .expect("nanohermes ran");
+    Run::from(output)
+}
+
+impl From<std::process::Output> for Run {
+    fn from(output: std::process::Output) -> Run {
+        Run {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
     }
 }
 
