@@ -211,26 +211,21 @@ impl Deferral {
             .iter()
             .map(|declaration| hold(super::refresh::declaration_name(declaration)))
             .collect();
-        let mut deferred = Vec::new();
-        let mut kept = Vec::with_capacity(declarations.len());
-        if !holds.contains(&true) {
-            // Nothing leaves: the declarations (and their encodings) stay.
-            for declaration in declarations.iter() {
-                let name = super::refresh::declaration_name(declaration);
-                if tool(name).is_some() {
-                    self.shown.insert(name.to_owned());
-                }
+        for (declaration, &hold) in declarations.iter().zip(&holds) {
+            let name = super::refresh::declaration_name(declaration);
+            if !hold && tool(name).is_some() {
+                self.shown.insert(name.to_owned());
             }
-        } else {
+        }
+        // Only when something leaves are the declarations (and so their
+        // encodings) touched.
+        let mut deferred = Vec::new();
+        let mut kept = Vec::new();
+        if holds.contains(&true) {
             for (declaration, hold) in declarations.drain(..).zip(holds) {
-                let name = super::refresh::declaration_name(&declaration);
-                match tool(name) {
+                match tool(super::refresh::declaration_name(&declaration)) {
                     Some(info) if hold => deferred.push((info, declaration)),
-                    Some(_) => {
-                        self.shown.insert(name.to_owned());
-                        kept.push(declaration);
-                    }
-                    None => kept.push(declaration),
+                    _ => kept.push(declaration),
                 }
             }
         }

@@ -2,14 +2,13 @@
 //! [`Hub::start`], which starts every enabled server on its own task,
 //! admits each one's tools and builds the tool table once.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use mcp_tools::{ToolContext, Workspace};
-
-use std::collections::HashMap;
 
 use super::agents::{self, DEFAULT_MAX_AGENT_DEPTH, agent_depth};
 use super::deferred::{self, DeferConfig};
@@ -36,7 +35,7 @@ pub struct HubConfig {
     /// (`nanohermes builtin NAME`).
     pub builtin_exe: PathBuf,
     /// The JSON file remembering each external server's protocol era
-    /// ([`default_era_cache`]); `None` keeps it in memory only.
+    /// ([`super::default_era_cache`]); `None` keeps it in memory only.
     pub era_cache: Option<PathBuf>,
     /// How many agents deep this process runs ([`agent_depth`]); its
     /// external stdio servers get one more in `NANOHERMES_AGENT_DEPTH`.

@@ -25,7 +25,7 @@
 //!
 //! Honest when unavailable: [`Support`] is probed once per process (the
 //! namespace probe's yes is kept for the next process with the same boot,
-//! binary and security context: [`probe_cache`]); what
+//! binary and security context: `probe_cache.rs`, [`PROBE_CACHE_VAR`]); what
 //! the policy asks and the system cannot enforce is named by
 //! [`Sandbox::status`], and [`Sandbox::confine`] either refuses the
 //! command or runs it with what is there and a warning, as

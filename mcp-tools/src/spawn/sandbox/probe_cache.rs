@@ -23,7 +23,6 @@
 //! [`CACHE_VAR`] names another directory, or `off`.
 
 use std::hash::{Hash as _, Hasher as _};
-use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
 use std::path::{Path, PathBuf};
 
@@ -33,40 +32,45 @@ pub const CACHE_VAR: &str = "NANOHERMES_PROBE_CACHE";
 /// The first line of every key: a change of what keys hold changes it.
 const KEY_VERSION: &str = "nanohermes namespace probe v1";
 
-/// Whether a yes was kept for this process's key.
-pub(super) fn recalls_yes() -> bool {
-    let Some((path, key)) = entry() else {
-        return false;
-    };
-    std::fs::read(&path).is_ok_and(|kept| kept == key.as_bytes())
+/// This process's entry: the file its key names, and the key.
+pub(super) struct Entry {
+    path: PathBuf,
+    key: String,
 }
 
-/// Keeps a yes for this process's key; a failure only means the next
-/// process probes again.
-pub(super) fn remember_yes() {
-    let Some((path, key)) = entry() else {
-        return;
-    };
-    let Some(dir) = path.parent() else {
-        return;
-    };
-    let written = tempfile::NamedTempFile::new_in(dir).and_then(|mut file| {
-        file.write_all(key.as_bytes())?;
-        file.persist(&path).map_err(|e| e.error)?;
-        Ok(())
-    });
-    if let Err(e) = written {
-        tracing::debug!("cannot keep the namespace probe's answer in {dir:?}: {e}");
+impl Entry {
+    /// This process's entry; `None` when the cache is off, its directory
+    /// is not private, or the key cannot be told.
+    pub(super) fn of_this_process() -> Option<Entry> {
+        let dir = directory()?;
+        let key = key()?;
+        let mut hasher = std::hash::DefaultHasher::new();
+        key.hash(&mut hasher);
+        let path = dir.join(format!("ns-probe-{:016x}", hasher.finish()));
+        Some(Entry { path, key })
     }
-}
 
-/// The file for this process's key, and the key.
-fn entry() -> Option<(PathBuf, String)> {
-    let dir = directory()?;
-    let key = key()?;
-    let mut hasher = std::hash::DefaultHasher::new();
-    key.hash(&mut hasher);
-    Some((dir.join(format!("ns-probe-{:016x}", hasher.finish())), key))
+    /// Whether a yes was kept under this key.
+    pub(super) fn holds_yes(&self) -> bool {
+        std::fs::read(&self.path).is_ok_and(|kept| kept == self.key.as_bytes())
+    }
+
+    /// Keeps a yes under this key; a failure only means the next process
+    /// probes again. Losing it to a power cut costs one probe, so no fsync.
+    pub(super) fn keep_yes(&self) {
+        let written = crate::atomic::write_atomic_with(
+            &self.path,
+            self.key.as_bytes(),
+            0o600,
+            crate::atomic::Durability::ProcessDeath,
+        );
+        if let Err(e) = written {
+            tracing::debug!(
+                "cannot keep the namespace probe's answer in {:?}: {e}",
+                self.path
+            );
+        }
+    }
 }
 
 /// The cache's directory, made if missing; `None` when it is off or not

@@ -30,7 +30,7 @@ static SUPPORT: OnceLock<Support> = OnceLock::new();
 impl Support {
     /// This system's support, probed on the first call (the namespace
     /// probe starts one `true`, unless an earlier process with the same
-    /// key found that it works: [`super::probe_cache`]) and honouring
+    /// key found that it works, `probe_cache.rs`) and honouring
     /// [`SIMULATE_VAR`].
     pub fn probe() -> &'static Support {
         SUPPORT.get_or_init(|| {
@@ -48,10 +48,14 @@ impl Support {
                     support.namespaces = Err(format!("simulated by {SIMULATE_VAR}"));
                 }
             }
-            if support.namespaces.is_ok() && !super::probe_cache::recalls_yes() {
-                support.namespaces = super::child::probe_namespaces();
-                if support.namespaces.is_ok() {
-                    super::probe_cache::remember_yes();
+            if support.namespaces.is_ok() {
+                // The key is read once: the same entry is checked and kept.
+                let entry = super::probe_cache::Entry::of_this_process();
+                if !entry.as_ref().is_some_and(|e| e.holds_yes()) {
+                    support.namespaces = super::child::probe_namespaces();
+                    if let (Ok(()), Some(entry)) = (&support.namespaces, &entry) {
+                        entry.keep_yes();
+                    }
                 }
             }
             support
