@@ -462,6 +462,19 @@ impl<T: ToolBox> Agent<T> {
         }
     }
 
+    /// What the policy grants every call: in Plan and Debug the built-in
+    /// servers run commands in the read-only sandbox, whatever sandbox
+    /// they were started with (a shared `serve` hub, `/mode plan`).
+    fn grants(&self) -> mcp_tools::CallGrants {
+        mcp_tools::CallGrants {
+            read_only_sandbox: matches!(
+                self.config.policy.mode(),
+                crate::policy::Mode::Plan | crate::policy::Mode::Debug
+            ),
+            protected_write: false,
+        }
+    }
+
     /// [`Agent::execute`], with a panic turned into an `ERROR:` result.
     async fn execute_guarded(&self, call: &ToolCall, cut_off: bool) -> String {
         AssertUnwindSafe(self.execute(call, cut_off))
@@ -501,10 +514,11 @@ impl<T: ToolBox> Agent<T> {
             Ok(arguments) => arguments,
             Err(reason) => return invalid_arguments(call, &reason),
         };
+        let grants = self.grants();
         // PreToolUse may veto the call, PostToolUse annotate its result.
         self.hooks
             .around_tool(call, &facts, arguments, |arguments| {
-                self.tools.call(&call.name, arguments)
+                self.tools.call_with(&call.name, arguments, grants)
             })
             .await
     }

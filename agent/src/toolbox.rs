@@ -63,6 +63,19 @@ pub trait ToolBox {
         arguments: Map<String, Value>,
     ) -> impl Future<Output = String> + Send;
 
+    /// [`call`](Self::call) with what the agent's policy grants this one
+    /// call (a read-only sandbox, an approved protected write); a box
+    /// that cannot carry grants ignores them, which only ever narrows.
+    fn call_with(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        grants: mcp_tools::CallGrants,
+    ) -> impl Future<Output = String> + Send {
+        let _ = grants;
+        self.call(name, arguments)
+    }
+
     /// Called by the loop at each step boundary, before a request is built,
     /// so the declarations sent are current. Never called while a tool
     /// runs (it takes `&mut self`). Returns notices for the user (a
@@ -124,5 +137,14 @@ impl ToolBox for Hub {
         arguments: Map<String, Value>,
     ) -> impl Future<Output = String> + Send {
         Hub::call(self, name, arguments)
+    }
+
+    fn call_with(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        grants: mcp_tools::CallGrants,
+    ) -> impl Future<Output = String> + Send {
+        Hub::call_with(self, name, arguments, grants)
     }
 }

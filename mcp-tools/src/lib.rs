@@ -17,6 +17,8 @@
 //!   the same process (the agent's built-in servers, every unit test) and
 //!   generate or check the committed `schemas/NAME.json`;
 //! - [`testing`]: `call_text`, the one way tests call a tool and read its text;
+//! - [`grants`]: what the agent grants one call beyond a server's flags
+//!   (a read-only sandbox, an approved protected write), in its `_meta`;
 //! - [`spawn`]: the one way to start a child process (own group, scrubbed
 //!   environment, the whole tree killed with its owner).
 //!
@@ -27,6 +29,7 @@
 pub mod atomic;
 pub mod blocking;
 pub mod clamp;
+pub mod grants;
 pub mod http;
 pub mod in_process;
 pub mod schema;
@@ -41,5 +44,6 @@ pub use atomic::{
 };
 pub use blocking::blocking;
 pub use clamp::{DEFAULT_MAX_OUTPUT, clamp, clamp_head_tail};
+pub use grants::CallGrants;
 pub use serve::{ServeArgs, ToolContext};
 pub use workspace::{PathError, Workspace};

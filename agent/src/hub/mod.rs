@@ -418,6 +418,19 @@ impl Hub {
     /// Calls the tool the model calls `name`. Never panics, never fails:
     /// every problem is an `ERROR: ...` string (see the module docs).
     pub async fn call(&self, name: &str, arguments: Map<String, Value>) -> String {
+        self.call_with(name, arguments, mcp_tools::CallGrants::none())
+            .await
+    }
+
+    /// [`Hub::call`] with the policy's grants for this call, sent in the
+    /// request's `_meta` to built-in servers only: an external server
+    /// never learns what the user approved.
+    pub async fn call_with(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        grants: mcp_tools::CallGrants,
+    ) -> String {
         if let Some(answer) = self.call_skill(name, &arguments) {
             return answer;
         }
@@ -436,10 +449,16 @@ impl Hub {
         // Called by name while deferred: declared from the next step on.
         self.deferral.note_called(name);
         let raw_name = &self.tools[*tool].raw_name;
+        let grants = if self.tools[*tool].builtin {
+            grants
+        } else {
+            mcp_tools::CallGrants::none()
+        };
         self.servers[*server]
-            .call(
+            .call_granted(
                 raw_name,
                 arguments,
+                grants,
                 self.call_timeouts[*server],
                 self.max_output,
             )

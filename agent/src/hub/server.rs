@@ -16,10 +16,11 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use mcp_tools::CallGrants;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
     CancelledNotificationParam, ClientCapabilities, ClientConfig, ClientRequest, Implementation,
-    JsonObject, ProtocolVersion, RequestId, ServerResult, Tool,
+    JsonObject, MetaObject, ProtocolVersion, RequestId, RequestMetaObject, ServerResult, Tool,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
 use tokio::io::AsyncBufReadExt;
@@ -216,6 +217,7 @@ impl Server {
 
     /// Calls `tool` with `arguments` and renders the answer for the model.
     /// Never fails: every problem is an `ERROR: ...` string.
+    #[cfg(test)]
     pub(crate) async fn call(
         &self,
         tool: &str,
@@ -223,7 +225,23 @@ impl Server {
         timeout: Duration,
         max_output: usize,
     ) -> String {
-        match self.call_result(tool, arguments, timeout, max_output).await {
+        self.call_granted(tool, arguments, CallGrants::none(), timeout, max_output)
+            .await
+    }
+
+    /// [`Server::call`] with `grants` in the request's `_meta`.
+    pub(crate) async fn call_granted(
+        &self,
+        tool: &str,
+        arguments: JsonObject,
+        grants: CallGrants,
+        timeout: Duration,
+        max_output: usize,
+    ) -> String {
+        match self
+            .call_result_granted(tool, arguments, grants, timeout, max_output)
+            .await
+        {
             Ok(answer) => result::render(&answer, max_output),
             Err(message) => message,
         }
@@ -238,11 +256,28 @@ impl Server {
         timeout: Duration,
         max_output: usize,
     ) -> Result<CallToolResult, String> {
+        self.call_result_granted(tool, arguments, CallGrants::none(), timeout, max_output)
+            .await
+    }
+
+    /// [`Server::call_result`] with `grants` in the request's `_meta`.
+    async fn call_result_granted(
+        &self,
+        tool: &str,
+        arguments: JsonObject,
+        grants: CallGrants,
+        timeout: Duration,
+        max_output: usize,
+    ) -> Result<CallToolResult, String> {
         let (peer, generation) = match self.live_peer() {
             Some(live) => live,
             None => self.restart().await?,
         };
-        self.call_on(peer, generation, tool, arguments, timeout, max_output)
+        let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        if !grants.is_empty() {
+            params.meta = Some(RequestMetaObject(MetaObject(grants.to_meta())));
+        }
+        self.call_on(peer, generation, params, timeout, max_output)
             .await
     }
 
@@ -253,12 +288,12 @@ impl Server {
         &self,
         peer: Peer<RoleClient>,
         generation: u64,
-        tool: &str,
-        arguments: JsonObject,
+        mut params: CallToolRequestParams,
         timeout: Duration,
         max_output: usize,
     ) -> Result<CallToolResult, String> {
-        let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let tool = params.name.to_string();
+        let tool = tool.as_str();
         let cap = progress_cap(timeout);
         let mut rounds = 0;
         let answer = loop {
@@ -740,8 +775,7 @@ mod tests {
             .call_on(
                 old_peer,
                 old_generation,
-                "pid",
-                JsonObject::new(),
+                CallToolRequestParams::new("pid").with_arguments(JsonObject::new()),
                 LONG,
                 20_000,
             )

@@ -79,6 +79,15 @@ impl ToolBox for TaskTools {
         name: &str,
         arguments: Map<String, Value>,
     ) -> impl Future<Output = String> + Send {
+        self.call_with(name, arguments, mcp_tools::CallGrants::none())
+    }
+
+    fn call_with(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        grants: mcp_tools::CallGrants,
+    ) -> impl Future<Output = String> + Send {
         let hub = self.hub.clone();
         let name = name.to_owned();
         // The hub is shared: this task's policy decides what its search
@@ -89,7 +98,7 @@ impl ToolBox for TaskTools {
             if name == crate::hub::TOOL_SEARCH && hub.facts(&name).is_some() {
                 return hub.search_tools(&arguments, |name, facts| policy.allows(name, facts));
             }
-            hub.call(&name, arguments).await
+            hub.call_with(&name, arguments, grants).await
         }
     }
 
