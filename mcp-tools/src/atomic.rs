@@ -10,9 +10,16 @@
 //! one, never a torn one; a failure before the rename leaves the target
 //! untouched and removes the temp file.
 
+use std::ffi::{OsStr, OsString};
 use std::io::{self, Write};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+#[cfg(test)]
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 /// Mode for a new file when the caller has no reason to choose (`rw-r--r--`
 /// before the umask). Writers of private data (sessions) pass `0o600`.
@@ -66,14 +73,40 @@ pub fn write_atomic_with(
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    if path.file_name().is_none() {
+    let Some(name) = path.file_name() else {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("{} does not name a file", path.display()),
         ));
+    };
+    let dir = std::fs::File::open(dir)?;
+    write_atomic_in(dir.as_fd(), name, contents, new_file_mode, durability)
+}
+
+/// [`write_atomic_with`] inside an open directory: the temp file is created
+/// in `dir`, renamed to `name` in `dir` (`renameat`), and `dir` is fsynced,
+/// so where the file lands is fixed by the descriptor, whatever happens to
+/// the path that led to it meanwhile (see [`crate::beneath`]). `name` is one
+/// file name, not a path. An existing regular file `name` keeps its mode; a
+/// symlink `name` is replaced, not followed. `dir` must be opened for
+/// reading (not `O_PATH`) when `durability` fsyncs it.
+pub fn write_atomic_in(
+    dir: BorrowedFd<'_>,
+    name: &OsStr,
+    contents: &[u8],
+    new_file_mode: u32,
+    durability: Durability,
+) -> io::Result<()> {
+    if name.is_empty() || name == "." || name == ".." || name.as_bytes().contains(&b'/') {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is not a file name", name.to_string_lossy()),
+        ));
     }
-    let existing_mode = match std::fs::metadata(path) {
-        Ok(meta) if meta.is_file() => Some(meta.permissions().mode() & 0o7777),
+    let existing_mode = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile => {
+            Some(stat.st_mode & 0o7777)
+        }
         _ => None,
     };
     let create_mode = if existing_mode.is_some() {
@@ -81,26 +114,84 @@ pub fn write_atomic_with(
     } else {
         new_file_mode & 0o7777
     };
-    // tempfile names the file with random characters and opens it with
-    // O_CREAT|O_EXCL (retrying on a clash); dropping it removes the file,
-    // which is the cleanup on every error path below.
-    let mut temp = tempfile::Builder::new()
-        .prefix(".nanohermes-")
-        .suffix(".tmp")
-        .permissions(std::fs::Permissions::from_mode(create_mode))
-        .tempfile_in(dir)?;
-    temp.write_all(contents)?;
+    let (temp_name, file) = create_temp(dir, create_mode)?;
+    let temp = TempEntry {
+        dir,
+        name: Some(temp_name),
+    };
+    let mut file = std::fs::File::from(file);
+    file.write_all(contents)?;
     if let Some(mode) = existing_mode {
         // fchmod on the open handle sets the exact bits (no umask).
-        temp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(mode))?;
+        rustix::fs::fchmod(&file, Mode::from_raw_mode(mode))?;
     }
-    if durability == Durability::ProcessDeath {
-        return temp.persist(path).map(drop).map_err(|e| e.error);
+    if durability == Durability::PowerLoss {
+        file.sync_all()?;
     }
-    temp.as_file().sync_all()?;
-    temp.persist(path).map_err(|e| e.error)?;
-    std::fs::File::open(dir)?.sync_all()
+    drop(file);
+    temp.persist(name)?;
+    if durability == Durability::PowerLoss {
+        rustix::fs::fsync(dir)?;
+    }
+    Ok(())
+}
+
+/// Creates a new temp file in `dir` under an unpredictable name, with
+/// `O_CREAT | O_EXCL | O_NOFOLLOW` so nothing planted there is opened;
+/// a name already taken is tried again with another.
+fn create_temp(dir: BorrowedFd<'_>, mode: u32) -> io::Result<(OsString, OwnedFd)> {
+    use std::hash::{BuildHasher, Hasher};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut last = None;
+    for _ in 0..TEMP_ATTEMPTS {
+        // RandomState is seeded from the OS once per thread and advanced
+        // per instance: with the counter and the clock, a name no other
+        // process can guess in advance.
+        let mut hasher = std::hash::RandomState::new().build_hasher();
+        hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+        hasher.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        hasher.write_u32(std::process::id());
+        let name = OsString::from(format!(".nanohermes-{:016x}.tmp", hasher.finish()));
+        match rustix::fs::openat(dir, name.as_os_str(), flags, Mode::from_raw_mode(mode)) {
+            Ok(fd) => return Ok((name, fd)),
+            Err(rustix::io::Errno::EXIST) => last = Some(rustix::io::Errno::EXIST),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(last.map_or_else(|| io::Error::other("no temp file name"), io::Error::from))
+}
+
+/// Names tried before giving up on a free temp file name.
+const TEMP_ATTEMPTS: usize = 16;
+
+/// A temp file in a directory, removed on drop unless persisted: the
+/// cleanup on every error path of [`write_atomic_in`].
+struct TempEntry<'a> {
+    dir: BorrowedFd<'a>,
+    name: Option<OsString>,
+}
+
+impl TempEntry<'_> {
+    /// Renames the temp file to `name` in the same directory.
+    fn persist(mut self, name: &OsStr) -> io::Result<()> {
+        let temp = self.name.as_deref().unwrap_or_default();
+        rustix::fs::renameat(self.dir, temp, self.dir, name)?;
+        self.name = None;
+        Ok(())
+    }
+}
+
+impl Drop for TempEntry<'_> {
+    fn drop(&mut self) {
+        if let Some(name) = self.name.take() {
+            let _ = rustix::fs::unlinkat(self.dir, name.as_os_str(), AtFlags::empty());
+        }
+    }
 }
 
 /// Starts writing `file`'s dirty pages back to the disk and returns at once

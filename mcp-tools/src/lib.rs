@@ -7,6 +7,8 @@
 //! - [`workspace`]: resolve a path from the model to a canonical path inside
 //!   the root, or refuse it with a message the model can act on;
 //! - [`atomic`]: replace a file atomically (temp, fsync, rename, fsync dir);
+//! - [`beneath`]: open a checked path again beneath the root's descriptor,
+//!   following no symlink, so a concurrent swap cannot redirect a write;
 //! - [`blocking`]: run file, search or database work off the async thread;
 //! - [`clamp`]: cap tool output on a char boundary and say how much was cut;
 //! - [`serve`]: the shared flags (`--root`, `--http`, `--max-output`,
@@ -27,6 +29,7 @@
 //! protocol errors (unknown tool, invalid params).
 
 pub mod atomic;
+pub mod beneath;
 pub mod blocking;
 pub mod clamp;
 pub mod grants;
@@ -40,7 +43,7 @@ pub mod workspace;
 
 pub use atomic::{
     DEFAULT_FILE_MODE, Durability, Syncing, start_writeback, sync_in_background, write_atomic,
-    write_atomic_with,
+    write_atomic_in, write_atomic_with,
 };
 pub use blocking::blocking;
 pub use clamp::{DEFAULT_MAX_OUTPUT, clamp, clamp_head_tail};

@@ -10,13 +10,19 @@
 //! refused before it touches the disk, so the error for a path outside is the
 //! same whether or not something exists there (no existence oracle).
 //!
-//! What this does not cover: a symlink swapped in between the check and the
-//! use (a TOCTOU race by another process in the workspace). Tool servers run
-//! for one user in that user's own tree, so that race is out of scope.
+//! A check by name is not enough against a tree that changes meanwhile (a
+//! command swapping a directory for a symlink while a write runs), so a
+//! writer opens the checked path again beneath the root's descriptor with
+//! [`Workspace::open_dir`] / [`Workspace::open_file`] ([`crate::beneath`]:
+//! no symlink followed, no step out), and writes inside the opened directory.
 
 use std::ffi::OsStr;
 use std::io;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use rustix::fs::{Mode, OFlags};
 
 /// Longest path accepted, in bytes (Linux `PATH_MAX`).
 pub const MAX_PATH_BYTES: usize = 4096;
@@ -28,6 +34,9 @@ const MAX_SYMLINKS: usize = 40;
 #[derive(Debug, Clone)]
 pub struct Workspace {
     root: PathBuf,
+    /// The root directory as opened at start (`O_PATH`): what every
+    /// confined open is relative to, whatever its path names later.
+    root_fd: Arc<OwnedFd>,
 }
 
 /// Why a path was refused. The `Display` text is written for the model: it
@@ -78,7 +87,63 @@ impl Workspace {
                 format!("workspace root is not a directory: {}", root.display()),
             ));
         }
-        Ok(Self { root })
+        let root_fd = rustix::fs::open(
+            &root,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(Self {
+            root,
+            root_fd: Arc::new(root_fd),
+        })
+    }
+
+    /// `resolved` (a path [`Workspace::resolve`] or
+    /// [`Workspace::resolve_entry`] returned) relative to the root.
+    fn relative<'p>(&self, resolved: &'p Path) -> io::Result<&'p Path> {
+        resolved.strip_prefix(&self.root).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} is not inside the workspace root", resolved.display()),
+            )
+        })
+    }
+
+    /// Opens the directory `resolved` (a resolved path inside the root)
+    /// beneath the root's descriptor, following no symlink, creating the
+    /// missing directories when `create`. The descriptor is readable, for
+    /// `*at` calls and [`crate::write_atomic_in`].
+    pub fn open_dir(&self, resolved: &Path, create: bool) -> io::Result<OwnedFd> {
+        let rel = self.relative(resolved)?;
+        crate::beneath::open_dir_beneath(self.root_fd.as_fd(), rel, create)
+    }
+
+    /// Opens the parent directory of `resolved` as [`Workspace::open_dir`]
+    /// does, and gives the last name with it: where a writer creates,
+    /// replaces, links or removes that entry.
+    pub fn open_parent(
+        &self,
+        resolved: &Path,
+        create: bool,
+    ) -> io::Result<(OwnedFd, std::ffi::OsString)> {
+        let rel = self.relative(resolved)?;
+        let Some(name) = rel.file_name() else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the workspace root itself is not a file".to_string(),
+            ));
+        };
+        let parent = rel.parent().unwrap_or(Path::new(""));
+        let dir = crate::beneath::open_dir_beneath(self.root_fd.as_fd(), parent, create)?;
+        Ok((dir, name.to_owned()))
+    }
+
+    /// Opens the file `resolved` beneath the root's descriptor with
+    /// `flags`, following no symlink.
+    pub fn open_file(&self, resolved: &Path, flags: OFlags) -> io::Result<std::fs::File> {
+        let rel = self.relative(resolved)?;
+        crate::beneath::open_beneath(self.root_fd.as_fd(), rel, flags, Mode::empty())
+            .map(std::fs::File::from)
     }
 
     /// The canonical root directory.
