@@ -6,32 +6,58 @@
 //! points), the way `git` and `mv` treat links. Its "content" in a patch is
 //! its target path, as in a git diff of a link. Modifying a file follows
 //! links, as reading and writing do, and so stays confined to the root.
+//!
+//! Every change is made through an [`Entry`]: inside its parent directory
+//! opened beneath the root, never through a path (see [`crate::entry`]).
+//! A patch that touches a protected path ([`crate::protected`]) is refused
+//! whole unless the call is granted a protected write.
 
 use std::path::{Path, PathBuf};
 
 use mcp_tools::Workspace;
 
+use crate::entry::Entry;
 use crate::patch;
-use crate::read::read_text;
+use crate::protected;
+use crate::read::{open_for_read, read_text};
 
-/// Writes `content` to `path` atomically, creating missing parent
-/// directories; an existing file keeps its mode.
-pub(crate) fn write_file(path: &Path, content: &[u8]) -> std::io::Result<()> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
+/// Writes `content` to the resolved `path` atomically, creating missing
+/// parent directories; an existing file keeps its mode.
+pub(crate) fn write_file(ws: &Workspace, path: &Path, content: &[u8]) -> std::io::Result<()> {
+    Entry::open(ws, path, true)?.write(content)
+}
+
+/// The refusal for a resolved `path` that is protected, unless `granted`.
+pub(crate) fn check_protected(
+    ws: &Workspace,
+    path: &Path,
+    shown: &str,
+    granted: bool,
+) -> Result<(), String> {
+    let rel = path.strip_prefix(ws.root()).unwrap_or(path);
+    match protected::why_protected(rel) {
+        Some(why) if !granted => Err(protected::refusal(shown, why)),
+        _ => Ok(()),
     }
-    mcp_tools::write_atomic(path, content, mcp_tools::DEFAULT_FILE_MODE)
 }
 
 /// Applies the unified diff `text`, all or nothing; returns the summary.
-pub(crate) fn apply_patch(ws: &Workspace, text: &str) -> Result<String, String> {
+/// `protected_write` is the user's approval of a write to a protected path.
+pub(crate) fn apply_patch(
+    ws: &Workspace,
+    text: &str,
+    protected_write: bool,
+) -> Result<String, String> {
     let files = patch::parse(text)?;
     let plan = plan_patch(ws, &files)?;
+    for change in &plan {
+        check_protected(ws, &change.path, &change.shown, protected_write)?;
+    }
     let mut done: Vec<&Change> = Vec::new();
     for change in &plan {
-        if let Err(e) = change.commit() {
+        if let Err(e) = change.commit(ws) {
             for undone in done.iter().rev() {
-                undone.roll_back();
+                undone.roll_back(ws);
             }
             return Err(format!(
                 "writing {} failed ({e}); every file was left as it was",
@@ -83,7 +109,8 @@ fn source(ws: &Workspace, plan: &[Change], src: &str, on_entry: bool) -> Result<
             }) => return Ok(Source::Link(entry, link_text(target))),
             Some(_) => {}
             None => {
-                if let Ok(target) = std::fs::read_link(&entry) {
+                let target = Entry::open(ws, &entry, false).and_then(|e| e.read_link());
+                if let Ok(target) = target {
                     return Ok(Source::Link(entry, link_text(&target)));
                 }
             }
@@ -100,7 +127,7 @@ fn source(ws: &Workspace, plan: &[Change], src: &str, on_entry: bool) -> Result<
                 ));
             }
         },
-        None => read_text(&path, src)?,
+        None => read_text(open_for_read(ws, &path), &path, src)?,
     };
     Ok(Source::File(path, text))
 }
@@ -143,7 +170,7 @@ fn plan_patch(ws: &Workspace, files: &[patch::FilePatch]) -> Result<Vec<Change>,
                         "{dst} already exists; patch it with `--- a/{dst}` instead of `--- /dev/null`"
                     ));
                 }
-                plan.push(Change::new(path, dst, After::Text(new_text), "A"));
+                plan.push(Change::new(ws, path, dst, After::Text(new_text), "A"));
             }
             (Some(src), None, Some(current)) => {
                 if !new_text.is_empty() && !file.hunks.is_empty() {
@@ -152,6 +179,7 @@ fn plan_patch(ws: &Workspace, files: &[patch::FilePatch]) -> Result<Vec<Change>,
                     ));
                 }
                 plan.push(Change::new(
+                    ws,
                     current.path().to_path_buf(),
                     src,
                     After::Gone,
@@ -180,8 +208,9 @@ fn plan_patch(ws: &Workspace, files: &[patch::FilePatch]) -> Result<Vec<Change>,
                         "cannot rename {src} to {dst}: {dst} already exists"
                     ));
                 }
-                plan.push(Change::new(dst_path, dst, after, "A"));
+                plan.push(Change::new(ws, dst_path, dst, after, "A"));
                 plan.push(Change::new(
+                    ws,
                     current.path().to_path_buf(),
                     src,
                     After::Gone,
@@ -190,7 +219,7 @@ fn plan_patch(ws: &Workspace, files: &[patch::FilePatch]) -> Result<Vec<Change>,
             }
             (Some(src), Some(_), Some(current)) => {
                 let path = current.path().to_path_buf();
-                plan.push(Change::new(path, src, After::Text(new_text), "M"));
+                plan.push(Change::new(ws, path, src, After::Text(new_text), "M"));
             }
             _ => {
                 return Err("a file in the patch has neither an old nor a new path".into());
@@ -219,14 +248,18 @@ enum Before {
 }
 
 impl Before {
-    fn capture(path: &Path) -> Self {
-        match path.symlink_metadata() {
-            Ok(meta) if meta.file_type().is_symlink() => match std::fs::read_link(path) {
-                Ok(target) => Self::Link(target),
-                Err(_) => Self::Missing,
-            },
+    fn capture(ws: &Workspace, path: &Path) -> Self {
+        let Ok(entry) = Entry::open(ws, path, false) else {
+            return Self::Missing;
+        };
+        match entry.kind() {
+            Some(rustix::fs::FileType::Symlink) => {
+                entry.read_link().map_or(Self::Missing, Self::Link)
+            }
             // Only regular files are read: read_text has refused the rest.
-            Ok(meta) if meta.is_file() => std::fs::read(path).map_or(Self::Missing, Self::File),
+            Some(rustix::fs::FileType::RegularFile) => {
+                entry.read_bytes().map_or(Self::Missing, Self::File)
+            }
             _ => Self::Missing,
         }
     }
@@ -242,8 +275,8 @@ struct Change {
 }
 
 impl Change {
-    fn new(path: PathBuf, shown: &str, after: After, kind: &'static str) -> Self {
-        let before = Before::capture(&path);
+    fn new(ws: &Workspace, path: PathBuf, shown: &str, after: After, kind: &'static str) -> Self {
+        let before = Before::capture(ws, &path);
         Self {
             path,
             shown: shown.to_string(),
@@ -253,32 +286,29 @@ impl Change {
         }
     }
 
-    fn commit(&self) -> std::io::Result<()> {
+    fn commit(&self, ws: &Workspace) -> std::io::Result<()> {
         match &self.after {
-            After::Text(text) => write_file(&self.path, text.as_bytes()),
-            After::Link(target) => {
-                if let Some(parent) = self.path.parent() {
-                    std::fs::create_dir_all(parent)?;
-                }
-                std::os::unix::fs::symlink(target, &self.path)
-            }
-            // remove_file on a symlink removes the link, not its target.
-            After::Gone => match std::fs::remove_file(&self.path) {
+            After::Text(text) => write_file(ws, &self.path, text.as_bytes()),
+            After::Link(target) => Entry::open(ws, &self.path, true)?.symlink(target),
+            After::Gone => match Entry::open(ws, &self.path, false) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-                other => other,
+                other => other?.remove(),
             },
         }
     }
 
-    fn roll_back(&self) {
+    fn roll_back(&self, ws: &Workspace) {
+        let Ok(entry) = Entry::open(ws, &self.path, true) else {
+            return;
+        };
         let _ = match &self.before {
             // Renamed over whatever the change left there.
-            Before::File(bytes) => write_file(&self.path, bytes),
+            Before::File(bytes) => entry.write(bytes),
             Before::Link(target) => {
-                let _ = std::fs::remove_file(&self.path);
-                std::os::unix::fs::symlink(target, &self.path)
+                let _ = entry.remove();
+                entry.symlink(target)
             }
-            Before::Missing => std::fs::remove_file(&self.path),
+            Before::Missing => entry.remove(),
         };
     }
 

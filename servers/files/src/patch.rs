@@ -5,6 +5,8 @@
 //! only a hint for where to look) and strict where it matters: every removed
 //! and every context line must be found in the file, or nothing is written.
 
+use crate::quote;
+
 /// One file's part of a patch.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct FilePatch {
@@ -78,7 +80,7 @@ pub(crate) fn parse(patch: &str) -> Result<Vec<FilePatch>, String> {
             if let Some(p) = pending_git.take() {
                 files.push(p);
             }
-            let (old, new) = split_git_header(rest);
+            let (old, new) = split_git_header(rest)?;
             pending_git = Some(FilePatch {
                 old_path: Some(old),
                 new_path: Some(new),
@@ -97,19 +99,19 @@ pub(crate) fn parse(patch: &str) -> Result<Vec<FilePatch>, String> {
             i += 1;
         } else if let Some(from) = line.strip_prefix("rename from ") {
             if let Some(p) = pending_git.as_mut() {
-                p.old_path = Some(from.to_string());
+                p.old_path = Some(plain_or_quoted(from)?);
             }
             i += 1;
         } else if let Some(to) = line.strip_prefix("rename to ") {
             if let Some(p) = pending_git.as_mut() {
-                p.new_path = Some(to.to_string());
+                p.new_path = Some(plain_or_quoted(to)?);
             }
             i += 1;
         } else if line.starts_with("--- ")
             && lines.get(i + 1).is_some_and(|l| l.starts_with("+++ "))
         {
-            let old = header_path(&line[4..], "a/");
-            let new = header_path(&lines[i + 1][4..], "b/");
+            let old = header_path(&line[4..], "a/")?;
+            let new = header_path(&lines[i + 1][4..], "b/")?;
             let mut file = pending_git.take().unwrap_or(FilePatch {
                 old_path: None,
                 new_path: None,
@@ -145,25 +147,51 @@ pub(crate) fn parse(patch: &str) -> Result<Vec<FilePatch>, String> {
     Ok(files)
 }
 
-fn split_git_header(rest: &str) -> (String, String) {
+fn split_git_header(rest: &str) -> Result<(String, String), String> {
+    // Git quotes a name with unusual bytes: `"a/na\303\257ve" "b/na\303\257ve"`.
+    if let Some(quoted) = quote::unquote(rest) {
+        let (old, tail) = quoted?;
+        let new = plain_or_quoted(tail.trim_start())?;
+        return Ok((strip_prefix_dir(&old, "a/"), strip_prefix_dir(&new, "b/")));
+    }
+    if let Some(pos) = rest.find(" \"b/") {
+        let new = plain_or_quoted(&rest[pos + 1..])?;
+        return Ok((
+            strip_prefix_dir(&rest[..pos], "a/"),
+            strip_prefix_dir(&new, "b/"),
+        ));
+    }
     // `a/x b/x`: split at " b/" (paths with spaces are rare in patches a
     // model writes; the ---/+++ lines, when present, override this anyway).
-    match rest.find(" b/") {
+    Ok(match rest.find(" b/") {
         Some(pos) => (
             strip_prefix_dir(&rest[..pos], "a/"),
             strip_prefix_dir(&rest[pos + 1..], "b/"),
         ),
         None => (rest.to_string(), rest.to_string()),
+    })
+}
+
+/// A path as a header line gives it: git-quoted, or as written.
+fn plain_or_quoted(raw: &str) -> Result<String, String> {
+    match quote::unquote(raw) {
+        Some(quoted) => quoted.map(|(path, _)| path),
+        None => Ok(raw.to_string()),
     }
 }
 
-fn header_path(raw: &str, prefix: &str) -> Option<String> {
+fn header_path(raw: &str, prefix: &str) -> Result<Option<String>, String> {
+    if let Some(quoted) = quote::unquote(raw) {
+        // What follows the closing quote is a tab and a timestamp, if anything.
+        let (path, _) = quoted?;
+        return Ok(Some(strip_prefix_dir(&path, prefix)));
+    }
     // Drop a trailing tab + timestamp (`--- file\t2024-01-01 …`).
     let raw = raw.split('\t').next().unwrap_or(raw).trim_end();
     if raw == "/dev/null" {
-        None
+        Ok(None)
     } else {
-        Some(strip_prefix_dir(raw, prefix))
+        Ok(Some(strip_prefix_dir(raw, prefix)))
     }
 }
 
@@ -426,6 +454,26 @@ mod tests {
             (Some("x"), Some("y"))
         );
         assert!(files[2].hunks.is_empty());
+    }
+
+    #[test]
+    fn git_quoted_paths_are_unquoted_everywhere_git_writes_them() {
+        let patch = "diff --git \"a/dir/na\\303\\257ve.txt\" \"b/dir/na\\303\\257ve.txt\"\nnew file mode 100644\n--- /dev/null\n+++ \"b/dir/na\\303\\257ve.txt\"\n@@ -0,0 +1 @@\n+x\ndiff --git \"a/tab\\there\" \"b/new name\"\nsimilarity index 100%\nrename from \"tab\\there\"\nrename to new name\ndiff --git a/plain \"b/q\\\"uote\"\n--- a/plain\n+++ \"b/q\\\"uote\"\t2024-01-01\n@@ -1 +1 @@\n-a\n+b\n";
+        let files = parse(patch).unwrap();
+        let paths: Vec<_> = files
+            .iter()
+            .map(|f| (f.old_path.as_deref(), f.new_path.as_deref()))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                (None, Some("dir/naïve.txt")),
+                (Some("tab\there"), Some("new name")),
+                (Some("plain"), Some("q\"uote")),
+            ]
+        );
+        let err = parse("--- /dev/null\n+++ \"b/open\n@@ -0,0 +1 @@\n+x\n").unwrap_err();
+        assert!(err.starts_with("bad quoted path"), "{err}");
     }
 
     #[test]

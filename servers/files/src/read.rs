@@ -2,8 +2,11 @@
 
 use std::fs::{File, Metadata};
 use std::io::{BufRead, BufReader, Read};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
+
+use mcp_tools::Workspace;
+use rustix::fs::OFlags;
 
 /// Files larger than this are only read in parts (offset/limit).
 pub(crate) const HARD_CAP_BYTES: u64 = 4 * 1024 * 1024;
@@ -33,27 +36,36 @@ pub(crate) const MAX_SCAN_BYTES: u64 = 64 * 1024 * 1024;
 /// UTF-8; the rest of a longer line is counted, not stored.
 const MAX_LINE_BYTES: usize = MAX_LINE_CHARS * 4;
 
-/// Opens `path` for reading if it is a regular file; anything else (a
-/// directory, a FIFO, a socket, a device) is refused with a message.
+/// Opens the resolved `path` for reading beneath the workspace root's
+/// descriptor, following no symlink (the resolver already followed them;
+/// one met now was swapped in since).
+///
+/// `O_NONBLOCK` makes opening a FIFO with no writer return at once instead
+/// of hanging the server; `O_NOCTTY` keeps a terminal from becoming ours.
+pub(crate) fn open_for_read(ws: &Workspace, path: &Path) -> std::io::Result<File> {
+    ws.open_file(path, OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY)
+}
+
+/// Takes the outcome of opening `path` and keeps it if it is a regular
+/// file; anything else (a directory, a FIFO, a socket, a device) is refused
+/// with a message.
 ///
 /// The type is checked on the opened handle (`fstat`), not on the path
 /// before opening, so a swap between check and open cannot slip a FIFO in.
-/// `O_NONBLOCK` makes opening a FIFO with no writer return at once instead
-/// of hanging the server; `O_NOCTTY` keeps a terminal from becoming ours.
-pub(crate) fn open_regular(path: &Path, shown: &str) -> Result<(File, Metadata), String> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| {
-            // A socket cannot be opened at all (ENXIO): name what it is.
-            match std::fs::symlink_metadata(path) {
-                Ok(meta) if e.raw_os_error() == Some(libc::ENXIO) => {
-                    not_regular(shown, meta.file_type())
-                }
-                _ => io_message(shown, &e),
+pub(crate) fn open_regular(
+    opened: std::io::Result<File>,
+    path: &Path,
+    shown: &str,
+) -> Result<(File, Metadata), String> {
+    let file = opened.map_err(|e| {
+        // A socket cannot be opened at all (ENXIO): name what it is.
+        match std::fs::symlink_metadata(path) {
+            Ok(meta) if e.raw_os_error() == Some(libc::ENXIO) => {
+                not_regular(shown, meta.file_type())
             }
-        })?;
+            _ => io_message(shown, &e),
+        }
+    })?;
     let meta = file.metadata().map_err(|e| io_message(shown, &e))?;
     if meta.is_file() {
         Ok((file, meta))
@@ -82,8 +94,12 @@ fn not_regular(shown: &str, kind: std::fs::FileType) -> String {
 }
 
 /// Reads a whole file as UTF-8 text, for the tools that rewrite it.
-pub(crate) fn read_text(path: &Path, shown: &str) -> Result<String, String> {
-    let (file, meta) = open_regular(path, shown)?;
+pub(crate) fn read_text(
+    opened: std::io::Result<File>,
+    path: &Path,
+    shown: &str,
+) -> Result<String, String> {
+    let (file, meta) = open_regular(opened, path, shown)?;
     if meta.len() > HARD_CAP_BYTES {
         return Err(format!(
             "{shown} is {} bytes, over the 4 MB cap for editing",
@@ -102,10 +118,15 @@ pub(crate) fn read_text(path: &Path, shown: &str) -> Result<String, String> {
         .map_err(|_| format!("{shown} is not UTF-8 text; it cannot be edited as text"))
 }
 
-/// Reads the requested window of `path`; `shown` is the path as the model
-/// gave it, for messages.
-pub(crate) fn read_window(path: &Path, shown: &str, req: &ReadRequest) -> Result<String, String> {
-    let (mut file, meta) = open_regular(path, shown)?;
+/// Reads the requested window of the opened `path`; `shown` is the path
+/// as the model gave it, for messages.
+pub(crate) fn read_window(
+    opened: std::io::Result<File>,
+    path: &Path,
+    shown: &str,
+    req: &ReadRequest,
+) -> Result<String, String> {
+    let (mut file, meta) = open_regular(opened, path, shown)?;
     if meta.len() > HARD_CAP_BYTES && !req.windowed {
         return Err(format!(
             "{shown} is {} bytes, over the 4 MB read cap; read it in parts with offset and limit (lines)",
@@ -305,6 +326,9 @@ pub(crate) fn io_message(shown: &str, e: &std::io::Error) -> String {
         std::io::ErrorKind::NotADirectory => {
             format!("{shown}: a component of the path is a file, not a directory")
         }
+        _ if mcp_tools::beneath::is_swapped(e) => format!(
+            "{shown}: a directory on the path was replaced by a symlink while the call ran (another process is changing the tree); nothing was read or written, try again"
+        ),
         _ => format!("{shown}: {e}"),
     }
 }
@@ -322,12 +346,20 @@ mod tests {
         }
     }
 
+    fn open(path: &str) -> std::io::Result<File> {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(path)
+    }
+
     #[test]
     fn devices_are_refused_by_type() {
         // Devices outside a workspace are refused by the resolver first;
         // this checks the open itself, on devices every Linux has.
         for dev in ["/dev/zero", "/dev/null", "/dev/urandom"] {
-            let err = read_window(Path::new(dev), dev, &request()).unwrap_err();
+            let err = read_window(open(dev), Path::new(dev), dev, &request()).unwrap_err();
             assert_eq!(
                 err,
                 format!(
@@ -335,7 +367,7 @@ mod tests {
                 )
             );
             assert!(
-                read_text(Path::new(dev), dev)
+                read_text(open(dev), Path::new(dev), dev)
                     .unwrap_err()
                     .contains("character device")
             );

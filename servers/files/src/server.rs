@@ -5,15 +5,17 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use mcp_tools::{ToolContext, blocking};
+use mcp_tools::{CallGrants, ToolContext, blocking};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
+use rmcp::model::{Implementation, RequestMetaObject, ServerCapabilities, ServerConfig};
 use rmcp::{ServerHandler, tool, tool_handler, tool_router};
+use rustix::fs::FileType;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::apply::write_file;
+use crate::apply::check_protected;
+use crate::entry::Entry;
 use crate::read::{DEFAULT_LIMIT, ReadRequest, io_message, read_text};
 use crate::{apply, edit, list, read};
 
@@ -119,7 +121,11 @@ impl FilesServer {
             windowed: args.offset.is_some() || args.limit.is_some(),
             max_output: self.ctx.max_output,
         };
-        blocking(move || read::read_window(&path, &args.path, &request)).await
+        let ws = self.ctx.workspace.clone();
+        blocking(move || {
+            read::read_window(read::open_for_read(&ws, &path), &path, &args.path, &request)
+        })
+        .await
     }
 
     /// Create or overwrite a file atomically, with parent directories.
@@ -133,14 +139,26 @@ impl FilesServer {
     async fn write_file(
         &self,
         Parameters(args): Parameters<WriteFileArgs>,
+        meta: RequestMetaObject,
     ) -> Result<String, String> {
+        let granted = CallGrants::from_meta(&meta.0.0).protected_write;
         let path = self.resolve(&args.path)?;
+        let ws = self.ctx.workspace.clone();
         blocking(move || -> Result<String, String> {
-            if path.is_dir() {
+            check_protected(&ws, &path, &args.path, granted)?;
+            if path == ws.root() {
                 return Err(format!("{} is a directory; give a file path", args.path));
             }
-            let existed = path.exists();
-            write_file(&path, args.content.as_bytes()).map_err(|e| io_message(&args.path, &e))?;
+            let entry = Entry::open(&ws, &path, true).map_err(|e| io_message(&args.path, &e))?;
+            let existed = match entry.kind() {
+                Some(FileType::Directory) => {
+                    return Err(format!("{} is a directory; give a file path", args.path));
+                }
+                kind => kind.is_some(),
+            };
+            entry
+                .write(args.content.as_bytes())
+                .map_err(|e| io_message(&args.path, &e))?;
             let verb = if existed { "overwrote" } else { "created" };
             Ok(format!(
                 "{verb} {} ({} bytes)",
@@ -162,10 +180,15 @@ impl FilesServer {
     async fn edit_file(
         &self,
         Parameters(args): Parameters<EditFileArgs>,
+        meta: RequestMetaObject,
     ) -> Result<String, String> {
+        let granted = CallGrants::from_meta(&meta.0.0).protected_write;
         let path = self.resolve(&args.path)?;
+        let ws = self.ctx.workspace.clone();
         blocking(move || -> Result<String, String> {
-            let text = read_text(&path, &args.path)?;
+            check_protected(&ws, &path, &args.path, granted)?;
+            let entry = Entry::open(&ws, &path, false).map_err(|e| io_message(&args.path, &e))?;
+            let text = read_text(entry.open_read(), &path, &args.path)?;
             let replace_all = args.replace_all.unwrap_or(false);
             let (new_text, count) = edit::replace_exact(
                 &text,
@@ -174,7 +197,9 @@ impl FilesServer {
                 replace_all,
                 &args.path,
             )?;
-            write_file(&path, new_text.as_bytes()).map_err(|e| io_message(&args.path, &e))?;
+            entry
+                .write(new_text.as_bytes())
+                .map_err(|e| io_message(&args.path, &e))?;
             let (first, last) = edit::first_edit_lines(&text, &args.old_string, &args.new_string);
             let plural = if count == 1 { "" } else { "s" };
             Ok(format!(
@@ -196,9 +221,11 @@ impl FilesServer {
     async fn apply_patch(
         &self,
         Parameters(args): Parameters<ApplyPatchArgs>,
+        meta: RequestMetaObject,
     ) -> Result<String, String> {
+        let granted = CallGrants::from_meta(&meta.0.0).protected_write;
         let ctx = Arc::clone(&self.ctx);
-        blocking(move || apply::apply_patch(&ctx.workspace, &args.patch)).await
+        blocking(move || apply::apply_patch(&ctx.workspace, &args.patch, granted)).await
     }
 
     /// List a directory, sorted: `/` marks directories, `@` symlinks; skips gitignored files.
