@@ -420,3 +420,31 @@ async fn bad_arguments_and_unknown_tools_follow_the_mcp_spec() {
     fx.write("a.txt", "x\n");
     fx.call("read_file", json!({"path": "a.txt"})).await.ok();
 }
+
+/// A patch `git diff` wrote for unusual names: git quotes them, with octal
+/// bytes and C escapes; the files land under their real names.
+#[tokio::test]
+async fn apply_patch_reads_git_quoted_paths() {
+    let fx = Fixture::new().await;
+    fx.write("tab\tname.txt", "old\n");
+    let patch = concat!(
+        "diff --git \"a/dir/na\\303\\257ve.txt\" \"b/dir/na\\303\\257ve.txt\"\n",
+        "new file mode 100644\n",
+        "index 0000000..e69de29\n",
+        "--- /dev/null\n",
+        "+++ \"b/dir/na\\303\\257ve.txt\"\n",
+        "@@ -0,0 +1 @@\n",
+        "+caf\\303\\251 stays text\n",
+        "diff --git \"a/tab\\tname.txt\" \"b/tab\\tname.txt\"\n",
+        "--- \"a/tab\\tname.txt\"\n",
+        "+++ \"b/tab\\tname.txt\"\n",
+        "@@ -1 +1 @@\n",
+        "-old\n",
+        "+new\n",
+    );
+    let out = fx.call("apply_patch", json!({"patch": patch})).await.ok();
+    assert_eq!(out, "applied patch:\nA dir/naïve.txt\nM tab\tname.txt");
+    assert_eq!(fx.read("dir/naïve.txt"), "caf\\303\\251 stays text\n");
+    assert_eq!(fx.read("tab\tname.txt"), "new\n");
+    assert!(!fx.root().join("\"b").exists());
+}
