@@ -33,7 +33,7 @@ use crate::hooks::Hooks;
 use crate::interrupt::Interrupt;
 use crate::llm::{AssistantTurn, ChatEvent, Client, JsonList, LlmError, ToolCall};
 use crate::policy::approval::{Approvals, DENIED};
-use crate::policy::{Policy, Verdict};
+use crate::policy::{Policy, Verdict, protected};
 use crate::recall;
 use crate::toolbox::ToolBox;
 use crate::transcript::Transcript;
@@ -485,7 +485,9 @@ impl<T: ToolBox> Agent<T> {
 
     /// The gates, in order: the tool is declared (listing is advertising,
     /// this is the gate), the policy allows it (or the user approves it,
-    /// when the policy asks), the arguments are whole
+    /// when the policy asks, and in every mode for a built-in file write to
+    /// a protected path, which is then sent with the protected-write
+    /// grant: [`protected`]), the arguments are whole
     /// (`cut_off` says the token budget ended the turn inside this call)
     /// and one JSON object, no PreToolUse hook vetoes it; then dispatch.
     /// Each refusal is an `ERROR: …` for the model.
@@ -493,14 +495,26 @@ impl<T: ToolBox> Agent<T> {
         let Some(facts) = self.tools.facts(&call.name) else {
             return self.tools.unknown_tool(&call.name);
         };
-        match self.config.policy.check(&call.name, &facts) {
-            Verdict::Run => {}
-            Verdict::Refuse(reason) => return format!("ERROR: {reason}"),
-            Verdict::Ask => {
-                if !self.approvals.approve(&call.name, &call.arguments).await {
-                    return DENIED.to_owned();
-                }
+        let verdict = self.config.policy.check(&call.name, &facts);
+        if let Verdict::Refuse(reason) = verdict {
+            return format!("ERROR: {reason}");
+        }
+        // A write to a protected path is asked about whatever the mode.
+        let protected = (!cut_off)
+            .then(|| protected::protected_target(&facts, &call.arguments))
+            .flatten();
+        if let Some(target) = &protected {
+            if !self.approvals.can_ask() {
+                return protected::nobody_to_ask(&call.name, target);
             }
+            let question = protected::question(&call.name, target, &call.arguments);
+            if !self.approvals.approve_once(&call.name, question).await {
+                return protected::declined(target);
+            }
+        } else if verdict == Verdict::Ask
+            && !self.approvals.approve(&call.name, &call.arguments).await
+        {
+            return DENIED.to_owned();
         }
         if cut_off {
             return format!(
@@ -514,7 +528,10 @@ impl<T: ToolBox> Agent<T> {
             Ok(arguments) => arguments,
             Err(reason) => return invalid_arguments(call, &reason),
         };
-        let grants = self.grants();
+        let grants = mcp_tools::CallGrants {
+            protected_write: protected.is_some(),
+            ..self.grants()
+        };
         // PreToolUse may veto the call, PostToolUse annotate its result.
         self.hooks
             .around_tool(call, &facts, arguments, |arguments| {

@@ -173,6 +173,31 @@ impl Approvals {
         }
     }
 
+    /// Whether anyone can be asked (a terminal, an MCP host).
+    pub fn can_ask(&self) -> bool {
+        self.prompter.is_some()
+    }
+
+    /// Asks `question` about this one call to `name`, whatever was answered
+    /// before: an earlier "always" for `name` does not answer it, and an
+    /// "always" now counts as yes for this call only, never remembered.
+    /// For what no mode approves by itself ([`super::protected`]).
+    pub async fn approve_once(&self, name: &str, question: String) -> bool {
+        let Some(prompter) = self.prompter.clone() else {
+            return false;
+        };
+        let _turn = self.asking.lock().await;
+        let answer = match prompter {
+            Asker::Blocking(prompter) => {
+                tokio::task::spawn_blocking(move || prompter.ask(&question))
+                    .await
+                    .unwrap_or(Answer::No)
+            }
+            Asker::Async(prompter) => prompter.ask(name, &question).await,
+        };
+        matches!(answer, Answer::Yes | Answer::Always)
+    }
+
     fn remembered(&self, name: &str) -> bool {
         self.always
             .lock()
@@ -210,6 +235,31 @@ mod tests {
         assert!(scripted.0.lock().unwrap().is_empty());
 
         assert!(!Approvals::denying().approve("run_command", "{}").await);
+    }
+
+    #[tokio::test]
+    async fn approve_once_ignores_and_never_records_always() {
+        let scripted = Arc::new(Scripted(Mutex::new(vec![
+            Answer::Always,
+            Answer::Always,
+            Answer::No,
+            Answer::Yes,
+        ])));
+        let approvals = Approvals::asking(scripted.clone());
+        assert!(approvals.approve("write_file", "{}").await);
+        // Remembered for ordinary calls, but a once-question is still asked.
+        assert!(approvals.approve_once("write_file", "q".into()).await);
+        assert!(!approvals.approve_once("write_file", "q".into()).await);
+        assert!(approvals.approve_once("edit_file", "q".into()).await);
+        // That "always" was not remembered for edit_file.
+        assert!(!approvals.remembered("edit_file"));
+        assert!(scripted.0.lock().unwrap().is_empty());
+        assert!(!Approvals::denying().can_ask());
+        assert!(
+            !Approvals::denying()
+                .approve_once("write_file", "q".into())
+                .await
+        );
     }
 
     #[test]

@@ -21,9 +21,12 @@
 //! `auto_approve`; in [`Mode::AcceptEdits`] file edits (the built-in files
 //! server) run, the shell and other destructive tools ask; [`Mode::Goal`]
 //! never asks (a goal run is unattended, bounded by its iteration cap).
+//! One exception to every mode: a built-in file write to a path that
+//! decides what runs later is asked about call by call ([`protected`]).
 
 pub mod approval;
 pub mod pattern;
+pub mod protected;
 
 pub use crate::config::sources::Mode;
 
