@@ -393,13 +393,19 @@ impl Server {
     async fn send_call(
         &self,
         peer: &Peer<RoleClient>,
-        params: CallToolRequestParams,
+        mut params: CallToolRequestParams,
         timeout: Duration,
         cap: Duration,
     ) -> Result<ServerResult, ServiceError> {
-        let options = PeerRequestOptions::with_timeout(timeout)
+        let mut options = PeerRequestOptions::with_timeout(timeout)
             .reset_timeout_on_progress()
             .with_max_total_timeout(cap);
+        // The grants go in the request's own `_meta` (its extensions):
+        // a server reads that, and an in-process server, which gets the
+        // request unserialised, never sees `params.meta`.
+        if let Some(meta) = params.meta.take() {
+            options = options.with_meta(meta);
+        }
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = peer.send_request_with_option(request, options).await?;
         // A call dropped midway (the user interrupted the step) still

@@ -46,6 +46,9 @@ mod permissions;
 /// `nanohermes mcp probe` and the hub's elicitation in both eras (legacy and MRTR), over stdio
 /// and HTTP fixtures.
 mod probe;
+/// Protected paths through `nanohermes run --mode goal`: refused without anyone to ask, asked
+/// call by call on a terminal, git-quoted patch paths.
+mod protected;
 /// Long-term memory: the recalled block replaced each turn, distillation that skips known
 /// memories, failures as notices.
 mod recall;
