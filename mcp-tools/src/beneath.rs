@@ -12,8 +12,8 @@
 //! checked path is canonical (every symlink already followed by the
 //! check), so a symlink met here was planted after it: refusing it loses
 //! nothing. Where `openat2` is missing (`ENOSYS`: kernels before 5.6,
-//! some seccomp filters) the same walk is done one component at a time
-//! with `openat(O_NOFOLLOW)`.
+//! some seccomp filters; `EPERM` from older container profiles) the same
+//! walk is done one component at a time with `openat(O_NOFOLLOW)`.
 //!
 //! The writer then works inside the opened directory (`*at` calls, and
 //! [`crate::atomic::write_atomic_in`]'s `renameat`), so a later swap of any
@@ -61,6 +61,10 @@ pub fn open_beneath(
                     NO_OPENAT2.store(true, Ordering::Relaxed);
                     break;
                 }
+                // Older container seccomp profiles answer a syscall they do
+                // not know with EPERM: the walk decides (and gives the real
+                // EPERM or EACCES when there is one).
+                Err(Errno::PERM) => break,
                 other => return other.map_err(io::Error::from),
             }
         }
