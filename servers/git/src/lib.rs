@@ -40,6 +40,8 @@
 
 pub mod commit;
 pub mod diff;
+pub mod harden;
+pub mod layout;
 pub mod log;
 pub mod runner;
 pub mod status;
@@ -222,7 +224,7 @@ impl GitServer {
             (Some(paths), false) => commit::Selection::Paths(
                 paths
                     .iter()
-                    .map(|p| pathspec(&self.ctx.workspace, p))
+                    .map(|p| commit::commit_pathspec(&self.ctx.workspace, p))
                     .collect::<Result<_, _>>()?,
             ),
             (None, true) => commit::Selection::AllTracked,
