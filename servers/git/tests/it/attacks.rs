@@ -248,6 +248,16 @@ fn hooks_path() -> Trap {
 }
 attack!(hook_in_a_core_hooks_path_directory, hooks_path);
 
+/// Names the filter `ev` for every file in the git directory's
+/// `info/attributes` too, which no attribute source switches off: only
+/// not entering the repository keeps its filter from running.
+fn name_filter_in_info_attributes(work_tree: &Path) {
+    let path = git_ok(work_tree, &["rev-parse", "--git-path", "info/attributes"]);
+    let path = work_tree.join(path.trim());
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, "* filter=ev\n").unwrap();
+}
+
 /// A repository at `dir` (inside the outer one) with its own filter and
 /// fsmonitor; plain git inside it fires them.
 fn nested_trap(outer: &Repo, outside: &Outside, dir: &str) -> PathBuf {
@@ -270,6 +280,7 @@ fn nested_trap(outer: &Repo, outside: &Outside, dir: &str) -> PathBuf {
             "n",
         ],
     );
+    name_filter_in_info_attributes(&nested);
     let program = outside.program("nested");
     git_ok(&nested, &["config", "filter.ev.clean", &program]);
     git_ok(&nested, &["config", "core.fsmonitor", &program]);
@@ -322,6 +333,7 @@ fn submodule() -> Trap {
     ]);
     repo.git(&["commit", "-qm", "add sub", "--", "sub", ".gitmodules"]);
     let sub = repo.path().join("sub");
+    name_filter_in_info_attributes(&sub);
     let program = outside.program("submodule");
     git_ok(&sub, &["config", "filter.ev.clean", &program]);
     git_ok(&sub, &["config", "core.fsmonitor", &program]);
