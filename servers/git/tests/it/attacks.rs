@@ -105,6 +105,12 @@ async fn attack(setup: Setup, trap: Trap) {
         std::fs::read_to_string(trap.outside.marker(trap.marker)).unwrap_or_default()
     );
     for (call, is_error, text) in &answers {
+        if let Some(secret) = &trap.secret {
+            assert!(
+                !text.contains(secret.as_str()),
+                "{setup:?}: {call} printed a file outside the root:\n{text}"
+            );
+        }
         if trap.refused {
             assert!(
                 *is_error && text.starts_with("refused: "),
@@ -112,12 +118,6 @@ async fn attack(setup: Setup, trap: Trap) {
             );
         } else if call.starts_with("git_status") || call == "git_diff {}" {
             assert!(!is_error, "{setup:?}: {call} failed:\n{text}");
-        }
-        if let Some(secret) = &trap.secret {
-            assert!(
-                !text.contains(secret.as_str()),
-                "{setup:?}: {call} printed a file outside the root:\n{text}"
-            );
         }
     }
 }
