@@ -104,13 +104,15 @@ async fn attack(setup: Setup, trap: Trap) {
         "{setup:?}: a planted program ran: {}\n{shown}",
         std::fs::read_to_string(trap.outside.marker(trap.marker)).unwrap_or_default()
     );
-    for (call, is_error, text) in &answers {
-        if let Some(secret) = &trap.secret {
+    if let Some(secret) = &trap.secret {
+        for (call, _, text) in &answers {
             assert!(
                 !text.contains(secret.as_str()),
                 "{setup:?}: {call} printed a file outside the root:\n{text}"
             );
         }
+    }
+    for (call, is_error, text) in &answers {
         if trap.refused {
             assert!(
                 *is_error && text.starts_with("refused: "),
