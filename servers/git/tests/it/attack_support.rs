@@ -102,16 +102,21 @@ pub enum Setup {
     HardeningAlone,
 }
 
+/// Names the git executable the table runs against (default `git` from
+/// `PATH`), to check an older git: `NANOHERMES_TEST_GIT=/usr/bin/git`.
+pub const TEST_GIT_VAR: &str = "NANOHERMES_TEST_GIT";
+
 /// The real binary over stdio, rooted at `root`, running `git` (or the
-/// given executable).
+/// given executable, else [`TEST_GIT_VAR`]'s).
 pub async fn server(
     root: &Path,
     setup: Setup,
     git: Option<&Path>,
 ) -> RunningService<RoleClient, ()> {
+    let chosen = std::env::var_os(TEST_GIT_VAR).map(PathBuf::from);
     let command = Command::new(env!("CARGO_BIN_EXE_nanohermes-git")).configure(|c| {
         c.arg("--root").arg(root);
-        if let Some(git) = git {
+        if let Some(git) = git.or(chosen.as_deref()) {
             c.arg("--git").arg(git);
         }
         if setup == Setup::HardeningAlone {
