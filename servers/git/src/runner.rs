@@ -146,7 +146,7 @@ struct Prepared {
     /// Configuration overrides after the common and read-only ones.
     config: Vec<(String, String)>,
     /// Environment variables set for every command of the call.
-    env: Vec<(&'static str, String)>,
+    env: Vec<(&'static str, OsString)>,
 }
 
 /// What a finished git command left behind.
@@ -275,8 +275,31 @@ impl Git {
             env: Vec::new(),
         };
         if self.read_only {
+            // From here on git uses the repository just checked, without
+            // looking for one again: a `.git` made meanwhile is not used.
+            prepared.env.extend([
+                ("GIT_DIR", prepared.layout.git_dir.clone().into_os_string()),
+                (
+                    "GIT_WORK_TREE",
+                    prepared.layout.top.clone().into_os_string(),
+                ),
+            ]);
             let facts = self.facts().await;
-            let list = self.ask(&["config", "-z", "--list"]).await?;
+            let pinned = Self {
+                prepared: Some(Arc::new(Prepared {
+                    layout: prepared.layout.clone(),
+                    config: Vec::new(),
+                    env: prepared.env.clone(),
+                })),
+                ..self.clone()
+            };
+            let list = pinned
+                .exec(
+                    ["config", "-z", "--list"].map(OsString::from).to_vec(),
+                    Vec::new(),
+                    None,
+                )
+                .await?;
             if list.code != 0 {
                 return Err(failed("config -z --list".to_owned(), &list));
             }
@@ -287,7 +310,7 @@ impl Git {
             if let Some(tree) = harden::empty_tree(&prepared.layout.object_format)
                 && facts.attr_source
             {
-                prepared.env.push(("GIT_ATTR_SOURCE", tree.to_owned()));
+                prepared.env.push(("GIT_ATTR_SOURCE", tree.into()));
             }
         }
         Ok(Self {
