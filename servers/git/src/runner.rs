@@ -30,7 +30,8 @@
 //!
 //! Before a tool's commands run, [`Git::prepare`] asks where the repository
 //! is and refuses one whose work tree or git directory points out of the
-//! root ([`layout`]). A [`Git::read_only`] runner also runs nothing the
+//! root ([`layout`]); the read-only commands after it are pinned to the
+//! repository checked (`GIT_DIR`, `GIT_WORK_TREE`). A [`Git::read_only`] runner also runs nothing the
 //! repository configures (see [`harden`]): the repository's `.git/config`
 //! is written by whoever wrote the repository. A commit keeps the
 //! repository's configuration: its hooks and filters run, as the user
