@@ -425,3 +425,23 @@ fn commondir_outside() -> Trap {
     trap
 }
 attack!(commondir_pointing_outside_the_root, commondir_outside);
+
+/// A filter defined in `.git/config.worktree` (read when
+/// `extensions.worktreeConfig` is on), named by `.git/info/attributes`.
+fn filter_in_config_worktree() -> Trap {
+    let repo = base();
+    let outside = Outside::new();
+    repo.write(".git/info/attributes", "* filter=ev\n");
+    repo.git(&["config", "extensions.worktreeConfig", "true"]);
+    repo.git(&[
+        "config",
+        "--worktree",
+        "filter.ev.clean",
+        &outside.program("filter"),
+    ]);
+    assert!(repo.path().join(".git/config.worktree").exists());
+    let trap = Trap::new(repo, outside, "filter");
+    check_fires(&trap, &trap.root.clone());
+    trap
+}
+attack!(filter_defined_in_config_worktree, filter_in_config_worktree);
