@@ -47,7 +47,10 @@ pub fn check_revision(revision: &str) -> Result<(), String> {
 
 /// Runs the diff and renders it, clamped to `max_output` bytes.
 pub async fn diff(git: &Git, request: &DiffRequest, max_output: usize) -> Result<String, String> {
-    git.ensure_work_tree().await.map_err(|e| e.to_string())?;
+    // Checks the repository (refused when it points out of the root) and
+    // that the root is in a work tree: outside one, `git diff` silently
+    // turns into `git diff --no-index`, which compares any files.
+    let git = &git.prepare().await.map_err(|e| e.to_string())?;
     if let Some(revision) = &request.against {
         check_revision(revision)?;
         let out = git
@@ -98,9 +101,8 @@ fn diff_args(request: &DiffRequest, stat: bool) -> Vec<String> {
         args.push(revision.clone());
     }
     args.push("--".into());
-    if let Some(pathspec) = &request.pathspec {
-        args.push(pathspec.clone());
-    }
+    // Never the whole repository: `.` is the root, git's working directory.
+    args.push(request.pathspec.clone().unwrap_or_else(|| ".".to_owned()));
     args
 }
 

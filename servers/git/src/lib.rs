@@ -17,12 +17,18 @@
 //! - git runs with the root as cwd, prompts and pager off, in the C locale,
 //!   through the kit's spawn policy: its own process group, no secrets in
 //!   its or its hooks' environment, its whole tree killed when it ends;
-//! - a commit and its staging run in the kit's sandbox, with the shell's
-//!   policy: hooks and filters cannot write outside the workspace, plant a
-//!   hook or rewrite `.git/config`;
+//! - every git process is sandboxed: a commit and its staging with the
+//!   shell's policy (hooks and filters cannot write outside the workspace,
+//!   plant a hook or rewrite `.git/config`), everything else in the
+//!   read-only sandbox, network off ([`runner`]);
 //! - the read-only tools run nothing the repository configures
 //!   (`core.fsmonitor`, filter, external-diff and textconv drivers, hooks,
-//!   signature checks, pager): see [`runner`];
+//!   signature checks, lazy fetches, submodules, pager), by environment
+//!   overrides git cannot split ([`harden`]);
+//! - a repository whose work tree or git directory points out of the root
+//!   is refused ([`layout`]); status and diff are limited to the root;
+//! - `git_commit` never commits the agent's own `.nanohermes/` files
+//!   ([`commit`]);
 //!   "git is not installed" and "not a git repository" are errors that say so;
 //! - output is clamped to the server's `--max-output`.
 //!
@@ -40,6 +46,8 @@
 
 pub mod commit;
 pub mod diff;
+pub mod harden;
+pub mod layout;
 pub mod log;
 pub mod runner;
 pub mod status;
@@ -222,7 +230,7 @@ impl GitServer {
             (Some(paths), false) => commit::Selection::Paths(
                 paths
                     .iter()
-                    .map(|p| pathspec(&self.ctx.workspace, p))
+                    .map(|p| commit::commit_pathspec(&self.ctx.workspace, p))
                     .collect::<Result<_, _>>()?,
             ),
             (None, true) => commit::Selection::AllTracked,

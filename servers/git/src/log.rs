@@ -48,6 +48,7 @@ pub async fn log(git: &Git, max_count: u32, pathspec: Option<&str>) -> Result<St
         "--".to_string(),
     ];
     args.extend(pathspec.map(str::to_string));
+    let git = git.prepare().await.map_err(|e| e.to_string())?;
     let out = git.run(&args).await.map_err(|e| e.to_string())?;
     if out.code != 0 {
         if out.stderr.contains("does not have any commits yet") {

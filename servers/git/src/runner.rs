@@ -1,11 +1,14 @@
 //! Running the `git` CLI: one place that builds every git command line, so
-//! each one gets the same environment and its failures the same wording.
+//! each one gets the same environment, the same confinement and its
+//! failures the same wording.
 //!
 //! Every command runs with the workspace root as its working directory, with
 //! prompts off (`GIT_TERMINAL_PROMPT=0`), no pager, no colour, the C locale
 //! (stable text to parse) and the editor disabled. Variables that would point
-//! git at another repository (`GIT_DIR`, `GIT_WORK_TREE`, ...) are removed, so
-//! the root alone decides which repository is used.
+//! git at another repository (`GIT_DIR`, `GIT_WORK_TREE`, ...) or add a
+//! configuration layer (`GIT_CONFIG_PARAMETERS`, `GIT_CONFIG_KEY_n`) are
+//! removed, so the root alone decides which repository is used; this
+//! runner's own overrides go through `GIT_CONFIG_COUNT` ([`harden`]).
 //!
 //! Git is started through the kit's one spawn policy (`mcp_tools::spawn`):
 //! its own process group (a terminal's Ctrl-C does not stop a commit half
@@ -13,24 +16,29 @@
 //! its whole process tree killed when the command ends or times out, so a
 //! hook cannot leave a `setsid` or double-forked process behind.
 //!
-//! Every other command (a commit and its staging, which run hooks and
-//! filters) runs in the kit's sandbox, the same policy as the shell's
-//! commands: a hook cannot write outside the workspace, plant another
-//! hook or rewrite `.git/config`. The repository's own directories are
-//! writable when they lie outside the root (a root below the top of its
-//! repository, a worktree), their hooks and config protected the same way.
+//! Every git process runs in the kit's sandbox:
+//! - a commit and its staging (which run hooks and filters) in the
+//!   shell's policy: a hook cannot write outside the workspace, plant
+//!   another hook or rewrite `.git/config`. The repository's own
+//!   directories are writable when they lie outside the root (a root below
+//!   the top of its repository, a worktree), their hooks and config
+//!   protected the same way;
+//! - everything else (the read-only tools, and the `rev-parse` and
+//!   `config` questions this runner asks) in the read-only sandbox
+//!   ([`reader_sandbox`]): no write anywhere but a private temp directory,
+//!   no network.
 //!
-//! A [`Git::read_only`] runner is for the read-only tools: the repository's
-//! own `.git/config` is written by whoever wrote the repository, so every
-//! setting that makes `status`, `diff` or `log` start a program is switched
-//! off for them: `core.fsmonitor` (run by every index refresh), filter
-//! drivers (`filter.NAME.clean`/`smudge`/`process`, run when a stat-dirty
-//! file is hashed; each defined driver is emptied), external diff and
-//! textconv drivers (`--no-ext-diff`, `--no-textconv`, `GIT_EXTERNAL_DIFF`
-//! removed), hooks (`core.hooksPath=/dev/null`; `post-index-change` could run
-//! on an index write), `log.showSignature` (runs gpg) and the pager
-//! (`--no-pager`). A commit keeps the repository's configuration: its hooks
-//! and filters run, as the user asked for them.
+//! Before a tool's commands run, [`Git::prepare`] asks where the repository
+//! is and refuses one whose work tree or git directory points out of the
+//! root ([`layout`]); the read-only commands after it are pinned to the
+//! repository checked (`GIT_DIR`, `GIT_WORK_TREE`). A [`Git::read_only`] runner also runs nothing the
+//! repository configures (see [`harden`]): the repository's `.git/config`
+//! is written by whoever wrote the repository. A commit keeps the
+//! repository's configuration: its hooks and filters run, as the user
+//! asked for them.
+//!
+//! [`harden`]: crate::harden
+//! [`layout`]: crate::layout
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -40,8 +48,11 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use mcp_tools::Workspace;
-use mcp_tools::spawn::{self, Confined, EnvPolicy, Sandbox, SandboxMode};
+use mcp_tools::spawn::{self, Confined, EnvPolicy, Sandbox, SandboxMode, SandboxPolicy};
 use tokio::sync::OnceCell;
+
+use crate::harden;
+use crate::layout::{self, Layout};
 
 /// How long one git command may run before it is killed. Commits run hooks,
 /// which may run a test suite, hence the generous bound.
@@ -75,13 +86,29 @@ const REDIRECTING_ENV: &[&str] = &[
     "GIT_PREFIX",
 ];
 
-/// Settings that make read-only commands start programs, switched off.
-const READ_ONLY_CONFIG: &[&str] = &[
-    "core.fsmonitor=false",
-    "core.hooksPath=/dev/null",
-    "log.showSignature=false",
-    "diff.external=",
-];
+/// The sandbox of every git command that is not a commit: the read-only
+/// mode (no write anywhere but a private temp directory), network off,
+/// whatever the server's own policy, which only says what happens when the
+/// kernel cannot enforce it. Under `danger-full-access` (the user wants no
+/// sandbox for commands) git still gets what the kernel can enforce, since
+/// these commands never need to write, and no warning when it cannot.
+pub fn reader_sandbox(server: &Sandbox, root: &Path) -> Sandbox {
+    let server = server.policy();
+    let when_unavailable = match server.mode {
+        SandboxMode::DangerFullAccess => spawn::WhenUnavailable::Warn,
+        _ => server.when_unavailable,
+    };
+    Sandbox::new(
+        SandboxPolicy {
+            mode: SandboxMode::ReadOnly,
+            network: false,
+            writable: Vec::new(),
+            when_unavailable,
+            temp_dir: None,
+        },
+        root,
+    )
+}
 
 /// A git executable bound to a workspace root.
 #[derive(Debug, Clone)]
@@ -90,8 +117,37 @@ pub struct Git {
     root: PathBuf,
     read_only: bool,
     sandbox: Sandbox,
+    /// The sandbox of every command but a commit's: [`reader_sandbox`].
+    reader: Sandbox,
     /// The sandbox with the repository's directories, found once.
     confined: Arc<OnceCell<Sandbox>>,
+    /// What is asked of git once per server ([`Facts`]).
+    facts: Arc<OnceCell<Facts>>,
+    /// Set by [`Git::prepare`]: the checked layout and the overrides.
+    prepared: Option<Arc<Prepared>>,
+    /// Read the user's system and global configuration (the one question
+    /// that needs them: [`Facts`]).
+    user_scope: bool,
+}
+
+/// What does not change while the server runs: asked of git once.
+#[derive(Debug, Default)]
+struct Facts {
+    /// This git reads `GIT_ATTR_SOURCE` (2.40 and later).
+    attr_source: bool,
+    /// The user's settings the read-only tools keep
+    /// ([`harden::carried_user_config`]).
+    carried: Vec<(String, String)>,
+}
+
+/// A runner checked for one tool call: see [`Git::prepare`].
+#[derive(Debug)]
+struct Prepared {
+    layout: Layout,
+    /// Configuration overrides after the common and read-only ones.
+    config: Vec<(String, String)>,
+    /// Environment variables set for every command of the call.
+    env: Vec<(&'static str, OsString)>,
 }
 
 /// What a finished git command left behind.
@@ -138,6 +194,10 @@ pub enum GitError {
     /// The sandbox refused to start git (it cannot be enforced here).
     #[error("{0}")]
     Sandbox(String),
+    /// The repository points out of the workspace ([`layout`]); the text
+    /// says what points where.
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl Git {
@@ -149,8 +209,12 @@ impl Git {
             binary,
             root: root.to_path_buf(),
             read_only: false,
+            reader: reader_sandbox(&sandbox, root),
             sandbox,
             confined: Arc::new(OnceCell::new()),
+            facts: Arc::new(OnceCell::new()),
+            prepared: None,
+            user_scope: false,
         }
     }
 
@@ -198,72 +262,158 @@ impl Git {
         }
     }
 
-    /// `-c` options emptying every filter driver the configuration defines:
-    /// `git config` only reads files, it runs nothing.
-    async fn disabled_filters(&self) -> Result<Vec<OsString>, GitError> {
-        let args = [
-            "config",
-            "--name-only",
-            "--get-regexp",
-            r"^filter\..*\.(clean|smudge|process)$",
-        ];
-        let out = self
-            .exec(args.iter().map(OsString::from).collect(), Vec::new(), None)
-            .await?;
-        let mut options = Vec::new();
-        for name in out.stdout.lines().filter(|l| !l.is_empty()) {
-            options.push(OsString::from("-c"));
-            options.push(OsString::from(format!("{name}=")));
+    /// The same git, checked for one tool call: the repository's layout is
+    /// asked and refused when it points out of the root ([`layout`]); a
+    /// read-only runner also lists every filter driver any configuration
+    /// source defines, to empty them all ([`harden::filter_overrides`]).
+    /// Asked again for every call: a command may have changed either since.
+    pub async fn prepare(&self) -> Result<Git, GitError> {
+        let asked = self.ask(layout::REV_PARSE_ARGS).await?;
+        let layout = Layout::parse(&self.root, asked.code, &asked.stdout, &asked.stderr)?;
+        let mut prepared = Prepared {
+            layout,
+            config: Vec::new(),
+            env: Vec::new(),
+        };
+        if self.read_only {
+            // From here on git uses the repository just checked, without
+            // looking for one again: a `.git` made meanwhile is not used.
+            prepared.env.extend([
+                ("GIT_DIR", prepared.layout.git_dir.clone().into_os_string()),
+                (
+                    "GIT_WORK_TREE",
+                    prepared.layout.top.clone().into_os_string(),
+                ),
+            ]);
+            let facts = self.facts().await;
+            let pinned = Self {
+                prepared: Some(Arc::new(Prepared {
+                    layout: prepared.layout.clone(),
+                    config: Vec::new(),
+                    env: prepared.env.clone(),
+                })),
+                ..self.clone()
+            };
+            let list = pinned
+                .exec(
+                    ["config", "-z", "--list"].map(OsString::from).to_vec(),
+                    Vec::new(),
+                    None,
+                )
+                .await?;
+            if list.code != 0 {
+                return Err(failed("config -z --list".to_owned(), &list));
+            }
+            prepared.config.extend(facts.carried.iter().cloned());
+            prepared
+                .config
+                .extend(harden::filter_overrides(&list.stdout));
+            if let Some(tree) = harden::empty_tree(&prepared.layout.object_format)
+                && facts.attr_source
+            {
+                prepared.env.push(("GIT_ATTR_SOURCE", tree.into()));
+            }
         }
-        Ok(options)
+        Ok(Self {
+            prepared: Some(Arc::new(prepared)),
+            ..self.clone()
+        })
+    }
+
+    /// The layout [`prepare`](Self::prepare) found (`None` before it).
+    pub fn layout(&self) -> Option<&Layout> {
+        self.prepared.as_deref().map(|p| &p.layout)
+    }
+
+    /// Runs one of this runner's own questions (`rev-parse`, `config`) in
+    /// the read-only sandbox with the read-only environment.
+    async fn ask(&self, args: &[&str]) -> Result<GitOutput, GitError> {
+        let asker = Self {
+            read_only: true,
+            prepared: None,
+            ..self.clone()
+        };
+        let args = args.iter().map(OsString::from).collect();
+        asker.exec(args, Vec::new(), None).await
+    }
+
+    /// [`Facts`], asked the first time.
+    async fn facts(&self) -> &Facts {
+        self.facts
+            .get_or_init(|| async {
+                let version = self.ask(&["version"]).await;
+                let attr_source = version
+                    .as_ref()
+                    .is_ok_and(|v| v.code == 0 && harden::reads_attr_source(&v.stdout));
+                let user = Self {
+                    user_scope: true,
+                    ..self.clone()
+                };
+                let carried = user
+                    .ask(&[
+                        "config",
+                        "--show-scope",
+                        "-z",
+                        "--get-regexp",
+                        harden::CARRIED_USER_CONFIG,
+                    ])
+                    .await
+                    .map(|out| harden::carried_user_config(&out.stdout))
+                    .unwrap_or_default();
+                Facts {
+                    attr_source,
+                    carried,
+                }
+            })
+            .await
     }
 
     /// Runs `git ARGS` and returns its output whatever its exit code, except
-    /// for the failures every caller treats alike: git missing, no repository.
+    /// for the failures every caller treats alike: git missing, no
+    /// repository, a repository refused by [`prepare`](Self::prepare)
+    /// (which runs first when this runner is not prepared yet).
     pub async fn run<I, S>(&self, args: I) -> Result<GitOutput, GitError>
     where
         I: IntoIterator<Item = S>,
         S: Into<OsString>,
     {
+        if self.prepared.is_none() {
+            return Box::pin(self.prepare().await?.run(args)).await;
+        }
         let mut args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-        let mut hardening = Vec::new();
         if self.read_only {
-            hardening = self.disabled_filters().await?;
-            for option in READ_ONLY_CONFIG {
-                hardening.push("-c".into());
-                hardening.push((*option).into());
+            let sub = args.first().and_then(|a| a.to_str()).unwrap_or("");
+            let mut options: Vec<OsString> = Vec::new();
+            if sub == "diff" || sub == "log" {
+                options.extend(["--no-ext-diff".into(), "--no-textconv".into()]);
             }
-            if args.first().is_some_and(|a| a == "diff" || a == "log") {
-                args.splice(1..1, ["--no-ext-diff".into(), "--no-textconv".into()]);
+            if sub == "diff" || sub == "status" {
+                options.push("--ignore-submodules=all".into());
             }
+            args.splice(1..1, options);
         }
         let sandbox = if self.read_only {
             None
         } else {
             Some(self.hook_sandbox().await)
         };
-        self.exec(args, hardening, sandbox).await
+        self.exec(args, Vec::new(), sandbox).await
     }
 
-    /// Runs git with `args`; in `sandbox` when one is given.
+    /// Runs git with `global` options and `args`, in `sandbox` (a commit's),
+    /// or when `None` in the read-only [`reader_sandbox`].
     async fn exec(
         &self,
         args: Vec<OsString>,
-        hardening: Vec<OsString>,
+        global: Vec<OsString>,
         sandbox: Option<Sandbox>,
     ) -> Result<GitOutput, GitError> {
         let shown = shown_command(&args);
         let mut command = spawn::command(&self.binary, &EnvPolicy::ScrubSecrets);
         command
             .current_dir(&self.root)
-            .args([
-                "--no-pager",
-                "-c",
-                "color.ui=never",
-                "-c",
-                "core.quotepath=false",
-            ])
-            .args(&hardening)
+            .arg("--no-pager")
+            .args(&global)
             .args(&args)
             .env("GIT_TERMINAL_PROMPT", "0")
             .env("GIT_PAGER", "cat")
@@ -274,19 +424,17 @@ impl Git {
             .env("LANGUAGE", "C")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        for name in REDIRECTING_ENV {
-            command.env_remove(name);
-        }
-        if self.read_only {
-            command.env_remove("GIT_EXTERNAL_DIFF");
-        }
+        self.harden(&mut command);
+        let reader = sandbox.is_none();
+        let sandbox = sandbox.unwrap_or_else(|| self.reader.clone());
         let mut warning = None;
-        if let Some(sandbox) = &sandbox {
-            match sandbox.confine(&mut command) {
-                Ok(Confined::Fully) => {}
-                Ok(Confined::Partly(w)) => warning = Some(w),
-                Err(refusal) => return Err(GitError::Sandbox(refusal)),
-            }
+        match sandbox.confine(&mut command) {
+            Ok(Confined::Fully) => {}
+            // The user chose no sandbox: what the kernel lacks is no news.
+            Ok(Confined::Partly(_))
+                if reader && self.sandbox.policy().mode == SandboxMode::DangerFullAccess => {}
+            Ok(Confined::Partly(w)) => warning = Some(w),
+            Err(refusal) => return Err(GitError::Sandbox(refusal)),
         }
         // The tree is killed when this function returns, however it does:
         // nothing git or a hook started outlives the command.
@@ -330,14 +478,13 @@ impl Git {
             stdout: String::from_utf8_lossy(&stdout).into_owned(),
             stderr: String::from_utf8_lossy(&stderr).into_owned(),
         };
-        if let Some(sandbox) = &sandbox {
-            let said = format!("{}{}", out.stderr, out.stdout);
-            if let Some(note) = sandbox.explain_failure(out.code == 0, &said) {
-                out.stderr.push_str(&format!("\n{note}"));
-            }
-            if let Some(warning) = warning {
-                out.stderr = format!("{warning}\n{}", out.stderr);
-            }
+        // The reader's denials are not the user's to widen: no note.
+        let said = format!("{}{}", out.stderr, out.stdout);
+        if !reader && let Some(note) = sandbox.explain_failure(out.code == 0, &said) {
+            out.stderr.push_str(&format!("\n{note}"));
+        }
+        if let Some(warning) = warning {
+            out.stderr = format!("{warning}\n{}", out.stderr);
         }
         if out.code != 0
             && out
@@ -350,16 +497,47 @@ impl Git {
         Ok(out)
     }
 
-    /// Fails with [`GitError::NotARepository`] unless the root is inside a
-    /// work tree. `git diff` needs this check first: outside a repository it
-    /// silently turns into `git diff --no-index`, which compares any files.
-    pub async fn ensure_work_tree(&self) -> Result<(), GitError> {
-        let out = self.run(["rev-parse", "--is-inside-work-tree"]).await?;
-        if out.code == 0 && out.stdout.trim() == "true" {
-            Ok(())
-        } else {
-            Err(GitError::NotARepository(self.root.display().to_string()))
+    /// The environment of [`harden`] for this runner: inherited
+    /// configuration layers and redirections removed, the overrides set
+    /// through `GIT_CONFIG_COUNT`, and for a read-only runner everything
+    /// that would start a program or reach the network switched off.
+    fn harden(&self, command: &mut spawn::SpawnCommand) {
+        for name in REDIRECTING_ENV {
+            command.env_remove(name);
         }
+        for (name, _) in std::env::vars_os() {
+            if harden::is_inherited_config_var(&name.to_string_lossy()) {
+                command.env_remove(name);
+            }
+        }
+        let mut config: Vec<(String, String)> = harden::COMMON_CONFIG
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        if self.read_only {
+            for name in harden::READ_ONLY_REMOVED_ENV {
+                command.env_remove(name);
+            }
+            if !self.user_scope {
+                command.env("GIT_CONFIG_NOSYSTEM", "1");
+                command.env("GIT_CONFIG_GLOBAL", "/dev/null");
+            }
+            for (name, value) in harden::read_only_env() {
+                command.env(name, value);
+            }
+            config.extend(
+                harden::READ_ONLY_CONFIG
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+            );
+        }
+        if let Some(prepared) = &self.prepared {
+            config.extend(prepared.config.iter().cloned());
+            for (name, value) in &prepared.env {
+                command.env(name, value);
+            }
+        }
+        command.envs(harden::config_env(&config));
     }
 
     /// Runs `git ARGS` and returns its stdout, or [`GitError::Failed`] when

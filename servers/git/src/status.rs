@@ -52,8 +52,11 @@ pub struct Change {
 /// subdirectory of the repository, only its part is listed, with paths
 /// relative to the root like every other tool's paths.
 pub async fn status(git: &Git) -> Result<String, GitError> {
-    let prefix = git.run_ok(["rev-parse", "--show-prefix"]).await?;
-    let prefix = prefix.trim_end_matches('\n');
+    let git = git.prepare().await?;
+    let prefix = git.layout().map_or("", |l| l.prefix.as_str());
+    // `.` is the root (git's working directory): nothing outside it is
+    // listed, and submodules are not entered (`runner` adds
+    // `--ignore-submodules=all`).
     let args = [
         "status",
         "--porcelain=v2",

@@ -270,3 +270,79 @@ async fn with_the_root_in_a_subdirectory_all_stages_only_changes_under_it() {
     .await;
     assert!(diff.contains("+again"), "{diff}");
 }
+
+#[tokio::test]
+async fn a_path_under_the_agents_directory_is_refused() {
+    let repo = committed_repo();
+    repo.write(".nanohermes/sessions/s.json", "{\"secret\": 1}\n");
+    repo.write("pkg/.nanohermes/config.toml", "x = 1\n");
+    let client = client(repo.path()).await;
+    for path in [
+        ".nanohermes/sessions/s.json",
+        ".nanohermes",
+        "pkg/.nanohermes/config.toml",
+    ] {
+        let text = err(
+            &client,
+            "git_commit",
+            json!({"message": "leak", "paths": ["a.txt", path]}),
+        )
+        .await;
+        assert!(
+            text.starts_with(&format!("refused: {path:?} is under .nanohermes/")),
+            "{text}"
+        );
+    }
+    assert_eq!(repo.commit_count(), 1);
+    assert_eq!(repo.git(&["diff", "--cached", "--name-only"]), "");
+}
+
+#[tokio::test]
+async fn committing_everything_never_stages_the_agents_files() {
+    let repo = committed_repo();
+    // Tracked before (committed by hand), then changed: `all` skips it too.
+    repo.write("pkg/.nanohermes/tracked.toml", "one\n");
+    repo.git(&["add", "pkg/.nanohermes/tracked.toml"]);
+    repo.git(&["commit", "-qm", "tracked by hand"]);
+    repo.write("pkg/.nanohermes/tracked.toml", "two\n");
+    repo.write(".nanohermes/sessions/s.json", "{\"conversation\": 1}\n");
+    repo.write("pkg/.nanohermes/config.toml", "x = 1\n");
+    repo.write("a.txt", "a2\n");
+    repo.write("pkg/new.txt", "n\n");
+    let client = client(repo.path()).await;
+    ok(
+        &client,
+        "git_commit",
+        json!({"message": "everything", "paths": ["."]}),
+    )
+    .await;
+    assert_eq!(files_in_head(&repo), "a.txt\npkg/new.txt\n");
+    // The only tracked change left is the agent's: nothing to commit.
+    let text = err(
+        &client,
+        "git_commit",
+        json!({"message": "all", "all": true}),
+    )
+    .await;
+    assert!(text.starts_with("nothing to commit"), "{text}");
+    let status = repo.git(&["status", "--porcelain"]);
+    assert_eq!(
+        status,
+        " M pkg/.nanohermes/tracked.toml\n?? .nanohermes/\n?? pkg/.nanohermes/config.toml\n"
+    );
+}
+
+#[tokio::test]
+async fn committing_what_is_staged_is_refused_while_agent_files_are_staged() {
+    let repo = committed_repo();
+    repo.write(".nanohermes/sessions/s.json", "{}\n");
+    repo.write("a.txt", "a2\n");
+    repo.git(&["add", "a.txt", ".nanohermes/sessions/s.json"]);
+    let client = client(repo.path()).await;
+    let text = err(&client, "git_commit", json!({"message": "staged"})).await;
+    assert!(
+        text.starts_with("refused: the staged changes include .nanohermes/sessions/s.json"),
+        "{text}"
+    );
+    assert_eq!(repo.commit_count(), 1);
+}

@@ -2,9 +2,13 @@
 //!
 //! Modules by tool; `support` owns the setup (a repository with a local
 //! identity, and an MCP client connected to the server in-process); `stdio`
-//! spawns the real binary.
+//! spawns the real binary; `attacks` (the attack table) and `confinement`
+//! drive the real binary against planted repositories.
 
+mod attack_support;
+mod attacks;
 mod commit;
+mod confinement;
 mod diff;
 mod errors;
 mod log;
