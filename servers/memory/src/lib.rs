@@ -28,4 +28,4 @@ pub mod store;
 pub mod text;
 
 pub use server::MemoryServer;
-pub use store::{Kind, Memory, MemoryError, MemoryStore, Saved, default_db_path};
+pub use store::{Kind, Memory, MemoryError, MemoryStore, Owned, Saved, default_db_path};
