@@ -92,6 +92,7 @@ fn main() -> ExitCode {
 }
 
 /// Runs one of the user's commands, printing one line per memory.
+#[allow(clippy::print_stdout)] // the command's output is its answer
 fn user_command(db: &std::path::Path, command: Command) -> Result<(), String> {
     let store = MemoryStore::open(db).map_err(|e| e.to_string())?;
     match command {
