@@ -8,6 +8,7 @@
 //! allowed. `agent/CONFIG.md` documents every key.
 
 pub mod diag;
+pub mod digests;
 pub mod edit;
 pub mod files;
 pub mod hooks_json;
@@ -16,6 +17,7 @@ pub mod mcp_json;
 pub mod raw;
 pub mod servers;
 pub mod trust;
+pub mod trust_check;
 
 pub use diag::ConfigError;
 pub use edit::{NewServer, add_server, remove_server};
