@@ -747,3 +747,82 @@ fn trusting_shows_the_variables_mcp_json_expands_and_the_model_key_never_reaches
         loaded.warnings
     );
 }
+
+/// `nanohermes` in `workspace` with `home` as NANOHERMES_HOME, no terminal.
+async fn nanohermes_in(
+    home: &Path,
+    workspace: &Path,
+    args: &[&str],
+    mock: Option<&crate::support::mock_model::MockModel>,
+) -> crate::support::binary::Run {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"));
+    command
+        .arg("--workspace")
+        .arg(workspace)
+        .args(args)
+        .env("NANOHERMES_HOME", home)
+        .env("NANOHERMES_MODE", "goal")
+        .env("OPENAI_API_KEY", "test-key")
+        .env("NANOHERMES_MODEL", "main-model")
+        .env_remove("NANOHERMES_LOG")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    if let Some(mock) = mock {
+        command.env("OPENAI_BASE_URL", mock.base_url());
+    }
+    crate::support::binary::output_of(&mut command).await
+}
+
+#[tokio::test]
+async fn a_mcp_json_changed_after_trusting_starts_nothing_until_the_user_trusts_it_again() {
+    use crate::support::mock_model::{MockModel, text};
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("nh-home");
+    let workspace = root.path().join("repo");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&workspace).unwrap();
+    let workspace = workspace.canonicalize().unwrap();
+    std::fs::write(workspace.join(".mcp.json"), r#"{"mcpServers": {}}"#).unwrap();
+    let trusted = nanohermes_in(&home, &workspace, &["trust"], None).await;
+    assert_eq!(trusted.code, Some(0), "{trusted:#?}");
+
+    // The program the planted entry would start leaves a mark outside the
+    // temp directory.
+    let outside = tempfile::Builder::new()
+        .prefix("nanohermes-trust-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let marker = outside.path().join("started");
+    let planted = serde_json::json!({"mcpServers": {"planted": {
+        "command": "sh",
+        "args": ["-c", format!("touch {}", marker.display())]
+    }}});
+    // Changed after the user trusted the project (by a command, a pull…).
+    std::fs::write(workspace.join(".mcp.json"), planted.to_string()).unwrap();
+
+    let mock = MockModel::start(vec![text(&["done"]).into(), text(&["done"]).into()]).await;
+    let run = nanohermes_in(&home, &workspace, &["run", "hello"], Some(&mock)).await;
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    assert!(
+        !marker.exists(),
+        "the changed .mcp.json started its program"
+    );
+    let skipped: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("changed since you trusted"))
+        .collect();
+    assert_eq!(skipped.len(), 1, "{}", run.stderr);
+    assert!(
+        skipped[0].contains(&format!("{}/.mcp.json (changed)", workspace.display())),
+        "{}",
+        skipped[0]
+    );
+
+    // Once the user trusts the new content, it is used.
+    let again = nanohermes_in(&home, &workspace, &["trust"], None).await;
+    assert_eq!(again.code, Some(0), "{again:#?}");
+    let run = nanohermes_in(&home, &workspace, &["run", "hello"], Some(&mock)).await;
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    assert!(marker.exists(), "the test can see the program start");
+}
