@@ -589,7 +589,7 @@ fn a_trusted_projects_files_changed_since_are_skipped_with_one_line_and_asked_ab
         .mcp_json(r#"{"mcpServers": {"docs": {"command": "docs-mcp"}}}"#);
     let before = w.load().unwrap();
     assert!(before.warnings.is_empty(), "{:?}", before.warnings);
-    assert_eq!(server(&before, "docs").enabled, true);
+    assert!(server(&before, "docs").enabled);
 
     // Later, something in the trusted project (a sandboxed command, a
     // pulled commit) rewrites .mcp.json and plants a hooks.json.
@@ -653,7 +653,7 @@ fn a_trusted_projects_files_changed_since_are_skipped_with_one_line_and_asked_ab
     );
     let trusted = w.load().unwrap();
     assert!(trusted.warnings.is_empty(), "{:?}", trusted.warnings);
-    assert_eq!(server(&trusted, "evil").enabled, true);
+    assert!(server(&trusted, "evil").enabled);
     assert!(!sources::trust_check(&sources).unwrap().should_ask(true));
 }
 
