@@ -15,7 +15,7 @@ use super::digests::{self, Record, Snapshot};
 use super::files;
 use super::mcp_json;
 use super::raw::{self, BuiltinName, FileKind, HookEvent, HookGroup, Mode, RawConfig, RawServer};
-use super::servers::{self, Origin, ServerSpec, overlay, sets_transport};
+use super::servers::{self, Origin, ServerSpec, Transport, overlay, sets_transport};
 use super::trust::{self, TrustStatus};
 pub use super::trust_check::{TrustCheck, trust_check};
 
@@ -343,15 +343,12 @@ pub fn load(sources: &ConfigSources) -> Result<Loaded, ConfigError> {
     apply_env(&mut settings, &sources.env)?;
     apply_flags(&mut settings, &sources.flags);
 
+    let key_vars = sources.key_vars(&settings);
     let mut servers = Vec::with_capacity(entries.len());
     for e in entries {
-        servers.push(servers::resolve(
-            &e.name,
-            e.raw,
-            e.origin,
-            &e.file,
-            &sources.workspace,
-        )?);
+        let mut spec = servers::resolve(&e.name, e.raw, e.origin, &e.file, &sources.workspace)?;
+        withhold_key(&mut spec, &key_vars, &mut warnings);
+        servers.push(spec);
     }
     let flagged = sources.flags.mcp.iter().map(|s| servers::parse_mcp_flag(s));
     let agents = sources
@@ -373,6 +370,48 @@ pub fn load(sources: &ConfigSources) -> Result<Loaded, ConfigError> {
         files: read,
         warnings,
     })
+}
+
+/// A project's HTTP server may not name the model provider's key as its
+/// bearer token, a header's variable or its OAuth secret: the name is
+/// dropped with a warning, so the key never reaches a server the project
+/// chose. (A child's environment never has it: `spawn::withhold`.)
+fn withhold_key(spec: &mut ServerSpec, key_vars: &[String], warnings: &mut Vec<String>) {
+    if !spec.origin.is_project() {
+        return;
+    }
+    let Transport::Http(http) = &mut spec.transport else {
+        return;
+    };
+    let mut dropped = Vec::new();
+    if http
+        .bearer_token_env_var
+        .as_ref()
+        .is_some_and(|v| key_vars.contains(v))
+    {
+        dropped.extend(http.bearer_token_env_var.take());
+    }
+    if http
+        .oauth
+        .client_secret_env_var
+        .as_ref()
+        .is_some_and(|v| key_vars.contains(v))
+    {
+        dropped.extend(http.oauth.client_secret_env_var.take());
+    }
+    http.env_headers.retain(|_, var| {
+        let keep = !key_vars.contains(var);
+        if !keep {
+            dropped.push(var.clone());
+        }
+        keep
+    });
+    for var in dropped {
+        warnings.push(format!(
+            "server {:?}: {var} is the model provider's key; a project's server never receives it, so it is not sent",
+            spec.name
+        ));
+    }
 }
 
 fn merge_server(
