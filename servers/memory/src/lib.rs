@@ -21,6 +21,9 @@
 //! - Several processes may write one database at once and lose nothing
 //!   (WAL, busy timeout, `BEGIN IMMEDIATE` writes, a `UNIQUE` normal form).
 //! - `PRAGMA user_version` holds the schema version for later migrations.
+//! - Memory stays in its project: every memory carries the server's
+//!   workspace root; the tools see that project's memories and the ones
+//!   the user marked global (`nanohermes-memory global ID`, no tool).
 
 pub mod search;
 pub mod server;
