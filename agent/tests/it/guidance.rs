@@ -474,3 +474,35 @@ async fn an_agents_md_that_is_a_fifo_does_not_hang_the_run() {
     )
     .await;
 }
+
+#[test]
+fn a_project_skill_linked_outside_the_workspace_is_skipped_with_one_line() {
+    let outside = tempfile::Builder::new()
+        .prefix("nanohermes-skill-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let secret = outside.path().join("SKILL.md");
+    write(
+        &secret,
+        "---\nname: leak\ndescription: SECRET-DESCRIPTION\n---\nSECRET-BODY\n",
+    );
+    let project = tempfile::tempdir().unwrap();
+    let skill = project.path().join(".nanohermes/skills/leak");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::os::unix::fs::symlink(&secret, skill.join("SKILL.md")).unwrap();
+    let workspace = project.path().canonicalize().unwrap();
+
+    let (guidance, prompt) = rendered(&workspace, &sources(&project.path().join("home")));
+    assert!(guidance.skills.is_empty(), "{:?}", guidance.skills);
+    assert!(!prompt.contains("SECRET"), "{prompt}");
+    assert_eq!(guidance.warnings.len(), 1, "{:?}", guidance.warnings);
+    assert!(
+        guidance.warnings[0].starts_with(&format!(
+            "skipped {}: it leads to {}",
+            workspace.join(".nanohermes/skills/leak/SKILL.md").display(),
+            secret.canonicalize().unwrap().display()
+        )),
+        "{:?}",
+        guidance.warnings
+    );
+}
