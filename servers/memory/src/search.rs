@@ -34,7 +34,10 @@
 //! and the global ones ([`SCOPE`], joined on the row), so another
 //! project's memories are never returned and never take a candidate's
 //! place; bounds such as [`RANKED_CANDIDATES`] still count every row the
-//! index matches.
+//! index matches. The joins are `CROSS JOIN`s, which SQLite never
+//! reorders: the index drives and each of its rows looks up its memory by
+//! id, rather than the planner walking the memories of a project and
+//! probing the index for each.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -70,8 +73,11 @@ pub const INDEX: &str = "memories_index";
 /// Substring test of one short term against text and tags (two parameters).
 const CONTAINS: &str = "(instr(m.norm, ?) > 0 OR instr(m.tags, ?) > 0)";
 
-/// The rows of one project and the global ones (the project as one parameter).
-pub const SCOPE: &str = "(m.project = ? OR m.global = 1)";
+/// The rows of one project and the global ones (the project as one
+/// parameter). The unary `+` keeps SQLite from driving a query by an index
+/// on these columns (walking every memory of the project, then probing the
+/// index or the id list): the scope only filters rows found otherwise.
+pub const SCOPE: &str = "(+m.project = ? OR +m.global = 1)";
 
 /// The best `limit` memories for `terms` among `project`'s and the global ones.
 pub fn run(
@@ -134,7 +140,7 @@ fn every_term(
         Some(e) => {
             query.filter(&format!("{INDEX} MATCH ?"), [e.clone()]);
             (
-                format!("{INDEX} JOIN memories m ON m.id = {INDEX}.rowid"),
+                format!("{INDEX} CROSS JOIN memories m ON m.id = {INDEX}.rowid"),
                 format!("bm25({INDEX}, 1.0, 0.5)"),
             )
         }
@@ -202,7 +208,7 @@ fn any_term(conn: &Connection, terms: &Terms, project: &str) -> rusqlite::Result
     })?;
     let mut per_term: Vec<TermRows<'_>> = Vec::new();
     let mut by_index = conn.prepare_cached(&format!(
-        "SELECT {INDEX}.rowid FROM {INDEX} JOIN memories m ON m.id = {INDEX}.rowid
+        "SELECT {INDEX}.rowid FROM {INDEX} CROSS JOIN memories m ON m.id = {INDEX}.rowid
          WHERE {INDEX} MATCH ?1 AND {SCOPE} ORDER BY {INDEX}.rowid DESC LIMIT {TERM_ROWS}"
     ))?;
     for (term, expression) in terms.indexed() {
@@ -260,7 +266,7 @@ fn any_term(conn: &Connection, terms: &Terms, project: &str) -> rusqlite::Result
     if let Some(expression) = terms.expression(false) {
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {INDEX}.rowid, bm25({INDEX}, 1.0, 0.5) FROM {INDEX}
-             JOIN memories m ON m.id = {INDEX}.rowid
+             CROSS JOIN memories m ON m.id = {INDEX}.rowid
              WHERE {INDEX} MATCH ?1 AND {INDEX}.rowid >= ?2 AND {SCOPE}
              ORDER BY {INDEX}.rowid DESC LIMIT {SCORED_ROWS}"
         ))?;
