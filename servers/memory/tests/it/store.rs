@@ -447,3 +447,30 @@ fn a_version_2_database_migrates_and_its_memories_belong_to_no_project() {
         Saved::Known(7)
     );
 }
+
+#[test]
+fn another_projects_many_memories_never_crowd_out_this_projects_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let mine = MemoryStore::open(&path).unwrap().in_project(&b);
+    mine.save("deploy with the blue script", Kind::Fact, &[])
+        .unwrap();
+    let theirs = MemoryStore::open(&path).unwrap().in_project(&a);
+    let texts: Vec<String> = (0..RANKED_CANDIDATES + 500)
+        .map(|n| format!("deploy step {n} of the red script"))
+        .collect();
+    theirs
+        .save_batch(texts.iter().map(|t| (t.as_str(), Kind::Fact)))
+        .unwrap();
+    for query in ["deploy", "deploy script", "deploy blue"] {
+        let found = mine.search(query, 10).unwrap();
+        assert_eq!(
+            found.iter().map(|m| m.text.as_str()).collect::<Vec<_>>(),
+            ["deploy with the blue script"],
+            "{query}"
+        );
+    }
+    assert_eq!(theirs.search("deploy", 10).unwrap().len(), 10);
+    assert!(theirs.search("blue", 10).unwrap().is_empty());
+}
