@@ -2,8 +2,8 @@
 //! the environment and flags, merged into [`Settings`] and [`ServerSpec`]s.
 //!
 //! The CLI builds [`ConfigSources`] (or [`ConfigSources::from_process`]),
-//! calls [`trust_check`] to ask about an undecided project on a terminal,
-//! then [`load`]; the hub starts [`Settings::servers`]. Every error is a
+//! calls [`trust_check`] to ask on a terminal about an undecided project or
+//! a trusted one whose files changed since ([`digests`]), then [`load`]; the hub starts [`Settings::servers`]. Every error is a
 //! [`ConfigError`] that names the file, the line, the key and what is
 //! allowed. `agent/CONFIG.md` documents every key.
 
