@@ -25,6 +25,7 @@
 //!   workspace root; the tools see that project's memories and the ones
 //!   the user marked global (`nanohermes-memory global ID`, no tool).
 
+pub mod schema;
 pub mod search;
 pub mod server;
 pub mod store;
