@@ -65,6 +65,9 @@ pub enum Command {
     },
     /// List the tools the model would see, with their server and whether they are read-only.
     Tools,
+    /// Trust this workspace's own config (.mcp.json, .nanohermes/config.toml, hooks.json) as it is now:
+    /// shows the files and the variables .mcp.json passes to servers, records each file's SHA-256.
+    Trust,
     /// Manage and try MCP servers: list, get, add, remove, call.
     Mcp {
         /// What to do with the servers.
@@ -131,6 +134,7 @@ pub fn main() -> ExitCode {
                 run(config, &task.join(" "), output_format, &options.session).await
             }
             Some(Command::Tools) => tools(load(&options, false)?.config).await,
+            Some(Command::Trust) => setup::trust(&options).map(|()| ExitCode::SUCCESS),
             Some(Command::Mcp { command }) => mcp::main(&options, command).await,
             Some(Command::Serve(args)) => crate::serve::main(&options, args).await,
             Some(Command::Builtin { .. }) => unreachable!("served before the runtime starts"),

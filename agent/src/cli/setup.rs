@@ -51,10 +51,51 @@ pub fn load(options: &Options, needs_model: bool) -> anyhow::Result<Setup> {
     })
 }
 
+/// `nanohermes trust`: the user's explicit decision to trust the
+/// workspace's files as they are now (the way to re-trust without a
+/// terminal). Prints each file with its digest and each variable its
+/// `.mcp.json` passes to a server, then records them.
+pub fn trust(options: &Options) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let workspace = options.workspace()?;
+    let sources = ConfigSources::from_process(workspace.clone(), options.overrides()?);
+    let check = sources::trust_check(&sources)?;
+    let mut out = std::io::stdout().lock();
+    if check.project_files.is_empty() && check.changes.is_empty() {
+        writeln!(
+            out,
+            "{} has no project config to trust",
+            workspace.display()
+        )?;
+        return Ok(());
+    }
+    check.trust_now()?;
+    writeln!(out, "trusted {} as it is now:", workspace.display())?;
+    for change in &check.changes {
+        if change.kind == sources::digests::ChangeKind::Removed {
+            writeln!(out, "  {} (removed)", change.path.display())?;
+        }
+    }
+    for file in &check.project_files {
+        writeln!(out, "  {}", file.display())?;
+    }
+    if !check.expansions.is_empty() {
+        writeln!(
+            out,
+            ".mcp.json passes these environment variables to servers:"
+        )?;
+        for line in &check.expansions {
+            writeln!(out, "  {line}")?;
+        }
+    }
+    Ok(())
+}
+
 /// On a terminal (stdin and stderr), a project with config files the user
-/// never decided about gets one yes/no question; the answer is recorded in
-/// the user's config either way. Without a terminal nothing is asked and
-/// [`sources::load`] skips the files with a one-line notice.
+/// never decided about, or a trusted one whose files changed since, gets
+/// one yes/no question; the answer is recorded (see
+/// [`sources::TrustCheck::ask_and_record`]). Without a terminal nothing is
+/// asked and [`sources::load`] skips the files with a one-line notice.
 fn ask_about_trust(sources: &ConfigSources) -> Result<(), sources::ConfigError> {
     let is_tty = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     if !is_tty {

@@ -2,12 +2,13 @@
 //! the environment and flags, merged into [`Settings`] and [`ServerSpec`]s.
 //!
 //! The CLI builds [`ConfigSources`] (or [`ConfigSources::from_process`]),
-//! calls [`trust_check`] to ask about an undecided project on a terminal,
-//! then [`load`]; the hub starts [`Settings::servers`]. Every error is a
+//! calls [`trust_check`] to ask on a terminal about an undecided project or
+//! a trusted one whose files changed since ([`digests`]), then [`load`]; the hub starts [`Settings::servers`]. Every error is a
 //! [`ConfigError`] that names the file, the line, the key and what is
 //! allowed. `agent/CONFIG.md` documents every key.
 
 pub mod diag;
+pub mod digests;
 pub mod edit;
 pub mod files;
 pub mod hooks_json;
@@ -16,6 +17,7 @@ pub mod mcp_json;
 pub mod raw;
 pub mod servers;
 pub mod trust;
+pub mod trust_check;
 
 pub use diag::ConfigError;
 pub use edit::{NewServer, add_server, remove_server};

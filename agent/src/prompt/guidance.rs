@@ -15,8 +15,17 @@
 //! - **Bounded**: each file is read up to [`MAX_FILE_BYTES`]; the whole text
 //!   is capped at [`MAX_GUIDANCE_CHARS`] characters and then ends with
 //!   [`TRUNCATED`] (the innermost files are the ones cut, as in Codex).
-//! - **Never fatal**: a file that exists but cannot be read is skipped with
-//!   one warning; an empty one is skipped silently.
+//! - **Confined** ([`read_confined`]): a file is read only when its real
+//!   path (symlinks resolved) stays under its own tree — the workspace for
+//!   the workspace's files and skills, `$NANOHERMES_HOME` for the user's,
+//!   the directory it was found in for an ancestor's AGENTS.md — and it is
+//!   a regular file, opened with `O_NONBLOCK` and checked again with
+//!   `fstat` (same inode as resolved), so a symlink to `/proc/self/environ`
+//!   or a credentials file, a FIFO, a socket or a device is never read and
+//!   never blocks the run.
+//! - **Never fatal**: a file that exists but cannot or may not be read is
+//!   skipped with one warning naming it and why; an empty one is skipped
+//!   silently.
 //! - **Trust**: guidance is read whether or not the project is trusted, as
 //!   Codex and Claude Code read AGENTS.md/CLAUDE.md. It is text the model
 //!   reads, not a program: it starts nothing and changes no setting (that
@@ -26,6 +35,7 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::io::Read as _;
+use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 
 use super::skills::{self, Skill};
@@ -90,9 +100,12 @@ pub struct Guidance {
 pub fn load(workspace: &Path, sources: &GuidanceSources) -> Guidance {
     let mut guidance = Guidance::default();
     let mut seen = HashSet::new();
-    let mut candidates = Vec::new();
-    if let Some(home) = &sources.home {
-        candidates.push(home.join(AGENTS_MD));
+    // Each candidate with the tree its real path must stay under. A home
+    // that does not resolve has no files to read.
+    let home = sources.home.as_ref().and_then(|h| h.canonicalize().ok());
+    let mut candidates: Vec<(PathBuf, PathBuf)> = Vec::new();
+    if let (Some(home), Some(real)) = (&sources.home, &home) {
+        candidates.push((home.join(AGENTS_MD), real.clone()));
     }
     let mut dirs: Vec<&Path> = workspace.ancestors().collect();
     dirs.reverse();
@@ -105,32 +118,38 @@ pub fn load(workspace: &Path, sources: &GuidanceSources) -> Guidance {
                 .filter(|n| *n != AGENTS_MD),
         );
         if let Some(found) = names.map(|n| dir.join(n)).find(|p| p.exists()) {
-            candidates.push(found);
+            candidates.push((found, dir.to_path_buf()));
         }
     }
-    candidates.push(workspace.join(NANOHERMES_MD));
+    candidates.push((workspace.join(NANOHERMES_MD), workspace.to_path_buf()));
 
-    for path in candidates {
+    for (path, root) in candidates {
         // `exists` follows symlinks: a dangling one is no file.
         if !path.exists() {
             continue;
         }
         let canonical = path.canonicalize().unwrap_or_else(|_| path.clone());
-        if !seen.insert(canonical) {
+        if seen.contains(&canonical) {
             continue;
         }
-        match read_capped(&path) {
+        match read_confined(&path, &root) {
             Ok(text) if text.trim().is_empty() => {}
-            Ok(text) => guidance.docs.push(Doc { path, text }),
+            Ok(text) => {
+                seen.insert(canonical);
+                guidance.docs.push(Doc { path, text });
+            }
             Err(e) => guidance.warnings.push(skipped(&path, &e)),
         }
     }
 
     let mut skill_dirs = Vec::new();
-    if let Some(home) = &sources.home {
-        skill_dirs.push(home.join(skills::SKILLS_DIR));
+    if let (Some(home), Some(real)) = (&sources.home, &home) {
+        skill_dirs.push((home.join(skills::SKILLS_DIR), real.clone()));
     }
-    skill_dirs.push(workspace.join(".nanohermes").join(skills::SKILLS_DIR));
+    skill_dirs.push((
+        workspace.join(".nanohermes").join(skills::SKILLS_DIR),
+        workspace.to_path_buf(),
+    ));
     let (found, warnings) = skills::discover(&skill_dirs);
     guidance.skills = found;
     guidance.warnings.extend(warnings);
@@ -171,11 +190,37 @@ fn cap(text: &str, max: usize) -> String {
 }
 
 /// Reads at most [`MAX_FILE_BYTES`] of `path` as text (invalid UTF-8
-/// replaced, a character cut at the cap dropped).
-pub(crate) fn read_capped(path: &Path) -> std::io::Result<String> {
-    let file = std::fs::File::open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
+/// replaced, a character cut at the cap dropped), only when `path`
+/// resolves to a regular file under `root` (canonical).
+///
+/// The real path is checked before anything is opened, so a symlink to
+/// `/proc/self/environ`, a credentials file or a device is never opened;
+/// the open is non-blocking (a FIFO swapped in after the check cannot hang
+/// the run) and `fstat` must show the same regular file that was checked,
+/// so a swap between the check and the open is refused too.
+pub(crate) fn read_confined(path: &Path, root: &Path) -> std::io::Result<String> {
+    let real = path.canonicalize()?;
+    if !real.starts_with(root) {
+        return Err(std::io::Error::other(format!(
+            "it leads to {}, outside {}",
+            real.display(),
+            root.display()
+        )));
+    }
+    let checked = std::fs::metadata(&real)?;
+    if !checked.is_file() {
+        return Err(std::io::Error::other(format!(
+            "it is not a regular file but a {}",
+            kind(&checked)
+        )));
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(&real)?;
+    let opened = file.metadata()?;
+    if !opened.is_file() || (opened.dev(), opened.ino()) != (checked.dev(), checked.ino()) {
+        return Err(std::io::Error::other("it was replaced while being opened"));
     }
     let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES).read_to_end(&mut bytes)?;
@@ -187,12 +232,26 @@ pub(crate) fn read_capped(path: &Path) -> std::io::Result<String> {
     })
 }
 
+/// What a file that is not a regular file is, for the warning.
+fn kind(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    let t = meta.file_type();
+    if t.is_dir() {
+        "directory"
+    } else if t.is_fifo() {
+        "FIFO"
+    } else if t.is_socket() {
+        "socket"
+    } else if t.is_char_device() || t.is_block_device() {
+        "device"
+    } else {
+        "special file"
+    }
+}
+
 /// The warning for a guidance file that could not be read.
 pub(crate) fn skipped(path: &Path, e: &std::io::Error) -> String {
-    format!(
-        "cannot read {} ({e}); it is skipped, fix its permissions or remove it",
-        path.display()
-    )
+    format!("skipped {}: {e}; fix or remove it", path.display())
 }
 
 #[cfg(test)]

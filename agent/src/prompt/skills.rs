@@ -13,10 +13,14 @@
 //! a skill without a description, or whose name is not 1 to 64 letters,
 //! digits, `-`, `_` or `.`, is skipped with a warning. A project skill
 //! replaces a home skill of the same name.
+//!
+//! A SKILL.md is read like a guidance file ([`read_confined`]): only a
+//! regular file whose real path stays under its tree (the workspace for a
+//! project skill, `$NANOHERMES_HOME` for the user's), never blocking.
 
 use std::path::PathBuf;
 
-use super::guidance::{read_capped, skipped};
+use super::guidance::{read_confined, skipped};
 
 /// The folder of skills inside `$NANOHERMES_HOME` and `.nanohermes`.
 pub const SKILLS_DIR: &str = "skills";
@@ -42,10 +46,11 @@ pub struct Skill {
 
 /// Every skill in `dirs` (later dirs replace earlier ones' skills of the
 /// same name), sorted by name, at most [`MAX_LISTED`]; and the warnings.
-pub fn discover(dirs: &[PathBuf]) -> (Vec<Skill>, Vec<String>) {
+/// Each dir comes with the canonical tree its files must stay under.
+pub fn discover(dirs: &[(PathBuf, PathBuf)]) -> (Vec<Skill>, Vec<String>) {
     let mut skills: Vec<Skill> = Vec::new();
     let mut warnings = Vec::new();
-    for dir in dirs {
+    for (dir, root) in dirs {
         let Ok(entries) = std::fs::read_dir(dir) else {
             continue;
         };
@@ -57,7 +62,7 @@ pub fn discover(dirs: &[PathBuf]) -> (Vec<Skill>, Vec<String>) {
         folders.sort();
         for folder in folders {
             let path = folder.join(SKILL_MD);
-            let text = match read_capped(&path) {
+            let text = match read_confined(&path, root) {
                 Ok(text) => text,
                 Err(e) => {
                     warnings.push(skipped(&path, &e));
@@ -231,7 +236,11 @@ mod tests {
             )
             .unwrap();
         }
-        let (skills, warnings) = discover(&[home.path().into(), project.path().into()]);
+        let dirs: Vec<(PathBuf, PathBuf)> = [home.path(), project.path()]
+            .iter()
+            .map(|d| (d.to_path_buf(), d.canonicalize().unwrap()))
+            .collect();
+        let (skills, warnings) = discover(&dirs);
         assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(skills.len(), 1);
         assert_eq!(skills[0].description, "project one");

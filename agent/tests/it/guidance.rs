@@ -64,24 +64,38 @@ fn agents_md_layers_from_home_then_outermost_to_the_workspace_then_nanohermes_md
 }
 
 #[test]
-fn an_agents_md_reached_through_a_symlink_is_counted_once() {
+fn an_agents_md_reached_through_a_symlink_is_counted_once_and_one_leading_out_is_refused() {
     let root = tempfile::tempdir().unwrap();
     let home = root.path().join("home");
     let workspace = root.path().join("outer/ws");
-    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::create_dir_all(workspace.join("docs")).unwrap();
     std::fs::create_dir_all(&home).unwrap();
     write(&root.path().join("outer/AGENTS.md"), "SHARED-RULE");
-    // The workspace's and the home's AGENTS.md are both the outer file.
-    std::os::unix::fs::symlink("../AGENTS.md", workspace.join("AGENTS.md")).unwrap();
+    write(&workspace.join("docs/agents.md"), "WS-RULE");
+    // Inside its own tree: the workspace's AGENTS.md is its docs file, and
+    // NANOHERMES.md is the same file again.
+    std::os::unix::fs::symlink("docs/agents.md", workspace.join("AGENTS.md")).unwrap();
+    std::os::unix::fs::symlink("AGENTS.md", workspace.join("NANOHERMES.md")).unwrap();
+    // Out of its tree: the home's AGENTS.md leads outside NANOHERMES_HOME.
     std::os::unix::fs::symlink(root.path().join("outer/AGENTS.md"), home.join("AGENTS.md"))
         .unwrap();
     let workspace = workspace.canonicalize().unwrap();
 
     let (guidance, prompt) = rendered(&workspace, &sources(&home));
-    assert_eq!(guidance.docs.len(), 1, "{:?}", guidance.docs);
+    assert_eq!(guidance.docs.len(), 2, "{:?}", guidance.docs);
     assert_eq!(prompt.matches("SHARED-RULE").count(), 1, "{prompt}");
-    // The first path it was reached by is the one shown: the home's.
-    assert_eq!(guidance.docs[0].path, home.join("AGENTS.md"));
+    assert_eq!(prompt.matches("WS-RULE").count(), 1, "{prompt}");
+    assert_eq!(guidance.docs[0].path, root.path().join("outer/AGENTS.md"));
+    assert_eq!(guidance.docs[1].path, workspace.join("AGENTS.md"));
+    assert_eq!(guidance.warnings.len(), 1, "{:?}", guidance.warnings);
+    assert!(
+        guidance.warnings[0].starts_with(&format!(
+            "skipped {}: it leads to",
+            home.join("AGENTS.md").display()
+        )),
+        "{:?}",
+        guidance.warnings
+    );
 }
 
 #[test]
@@ -179,7 +193,7 @@ fn an_unreadable_guidance_file_is_skipped_with_a_warning() {
     assert_eq!(guidance.warnings.len(), 2, "{:?}", guidance.warnings);
     assert!(
         guidance.warnings[0].starts_with(&format!(
-            "cannot read {}",
+            "skipped {}: it is not a regular file but a directory",
             workspace.join("AGENTS.md").display()
         )),
         "{:?}",
@@ -196,6 +210,18 @@ async fn run(
     mock: &MockModel,
     extra: &[&str],
 ) -> std::process::Output {
+    run_with(home, workspace, mock, extra, &[], Duration::from_secs(60)).await
+}
+
+/// [`run`] with more environment and a bound on how long it may take.
+async fn run_with(
+    home: &Path,
+    workspace: &Path,
+    mock: &MockModel,
+    extra: &[&str],
+    env: &[(&str, &str)],
+    bound: Duration,
+) -> std::process::Output {
     let workspace = workspace.display().to_string();
     let mut args = vec!["run", "--workspace", &workspace];
     args.extend(extra);
@@ -208,8 +234,9 @@ async fn run(
         .env("OPENAI_API_KEY", "test-key")
         .env("NANOHERMES_MODEL", "main-model")
         .env_remove("NANOHERMES_LOG")
+        .envs(env.iter().copied())
         .kill_on_drop(true);
-    tokio::time::timeout(Duration::from_secs(60), command.output())
+    tokio::time::timeout(bound, command.output())
         .await
         .expect("nanohermes finished")
         .expect("nanohermes ran")
@@ -341,5 +368,141 @@ async fn a_skill_is_listed_by_name_and_loaded_in_full_by_the_skill_tool_even_rea
     assert_eq!(
         tool_result(messages, "call_missing"),
         "ERROR: no skill named deploy; the skills are: notes, release"
+    );
+}
+
+/// A guidance attack through the real binary: the run must finish within
+/// `bound` with exit 0, the model's requests must not contain `secret`,
+/// and stderr must name the skipped file in one line.
+async fn assert_skipped_and_not_sent(
+    workspace: &Path,
+    skipped: &Path,
+    why: &str,
+    env: &[(&str, &str)],
+    secret: &str,
+) {
+    let home = tempfile::tempdir().unwrap();
+    let mock = MockModel::start(vec![text(&["done"]).into()]).await;
+    let out = run_with(
+        home.path(),
+        workspace,
+        &mock,
+        &[],
+        env,
+        Duration::from_secs(30),
+    )
+    .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let requests = mock.requests();
+    assert!(!requests.is_empty());
+    for request in &requests {
+        let body = serde_json::to_string(&request.body).unwrap();
+        assert!(
+            !body.contains(secret),
+            "the secret reached the model: {body}"
+        );
+    }
+    let line = stderr
+        .lines()
+        .find(|l| l.contains(&format!("skipped {}", skipped.display())))
+        .unwrap_or_else(|| panic!("no skip line for {}: {stderr}", skipped.display()));
+    assert!(line.contains(why), "{line}");
+}
+
+#[tokio::test]
+async fn an_agents_md_linked_to_proc_self_environ_never_reaches_the_model() {
+    let project = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink("/proc/self/environ", project.path().join("AGENTS.md")).unwrap();
+    write(&project.path().join("NANOHERMES.md"), "STILL-READ");
+    let secret = "environ-secret-5f1c0d";
+    let workspace = project.path().canonicalize().unwrap();
+    assert_skipped_and_not_sent(
+        &workspace,
+        &workspace.join("AGENTS.md"),
+        "it leads to /proc/",
+        &[("NANOHERMES_TEST_SECRET", secret)],
+        secret,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_nanohermes_md_linked_to_a_credentials_file_outside_the_workspace_is_not_read() {
+    // The credentials live outside the temp directory, as a user's do.
+    let outside = tempfile::Builder::new()
+        .prefix("nanohermes-creds-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let credentials = outside.path().join("credentials.json");
+    let secret = "oauth-refresh-token-9a7e";
+    std::fs::write(&credentials, format!("{{\"refresh_token\": \"{secret}\"}}")).unwrap();
+    let project = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(&credentials, project.path().join("NANOHERMES.md")).unwrap();
+    let workspace = project.path().canonicalize().unwrap();
+    assert_skipped_and_not_sent(
+        &workspace,
+        &workspace.join("NANOHERMES.md"),
+        &format!(
+            "it leads to {}",
+            credentials.canonicalize().unwrap().display()
+        ),
+        &[],
+        secret,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn an_agents_md_that_is_a_fifo_does_not_hang_the_run() {
+    let project = tempfile::tempdir().unwrap();
+    let fifo = project.path().join("AGENTS.md");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let workspace = project.path().canonicalize().unwrap();
+    // Nothing ever opens the FIFO's other end: a blocking open would wait
+    // forever, so the 30 s bound would fail the test.
+    assert_skipped_and_not_sent(
+        &workspace,
+        &workspace.join("AGENTS.md"),
+        "not a regular file but a FIFO",
+        &[],
+        "never-written",
+    )
+    .await;
+}
+
+#[test]
+fn a_project_skill_linked_outside_the_workspace_is_skipped_with_one_line() {
+    let outside = tempfile::Builder::new()
+        .prefix("nanohermes-skill-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let secret = outside.path().join("SKILL.md");
+    write(
+        &secret,
+        "---\nname: leak\ndescription: SECRET-DESCRIPTION\n---\nSECRET-BODY\n",
+    );
+    let project = tempfile::tempdir().unwrap();
+    let skill = project.path().join(".nanohermes/skills/leak");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::os::unix::fs::symlink(&secret, skill.join("SKILL.md")).unwrap();
+    let workspace = project.path().canonicalize().unwrap();
+
+    let (guidance, prompt) = rendered(&workspace, &sources(&project.path().join("home")));
+    assert!(guidance.skills.is_empty(), "{:?}", guidance.skills);
+    assert!(!prompt.contains("SECRET"), "{prompt}");
+    assert_eq!(guidance.warnings.len(), 1, "{:?}", guidance.warnings);
+    assert!(
+        guidance.warnings[0].starts_with(&format!(
+            "skipped {}: it leads to {}",
+            workspace.join(".nanohermes/skills/leak/SKILL.md").display(),
+            secret.canonicalize().unwrap().display()
+        )),
+        "{:?}",
+        guidance.warnings
     );
 }

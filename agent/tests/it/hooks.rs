@@ -338,6 +338,18 @@ fn project_hooks_json_is_read_only_for_a_trusted_project_after_the_config_hooks(
         workspace.display().to_string()
     );
     std::fs::write(home.join(".nanohermes/config.toml"), trust).unwrap();
+    // And the file's content, as answering yes or `nanohermes trust` records it.
+    let sources = nanohermes::config::sources::ConfigSources {
+        nanohermes_home: Some(home.join(".nanohermes")),
+        home: Some(home.to_path_buf()),
+        workspace: workspace.to_path_buf(),
+        env: BTreeMap::new(),
+        flags: Default::default(),
+    };
+    nanohermes::config::sources::trust_check(&sources)
+        .unwrap()
+        .trust_now()
+        .unwrap();
     let trusted = load(&home, &workspace);
     assert_eq!(
         commands(&trusted),

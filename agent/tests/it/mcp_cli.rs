@@ -123,6 +123,9 @@ async fn a_trusted_projects_mcp_json_server_is_used_end_to_end() {
     // this test is about the .mcp.json wiring, not deferral.
     w.write_user(&format!("tool_budget_count = 100\n{}", w.trust()));
     w.mcp_json_with_fixture();
+    // The user trusts the file's content, as it is now.
+    let trusted = w.run(&["trust"], &[]).await;
+    assert_eq!(trusted.code, Some(0), "{trusted:#?}");
     let mock = echo_model("fixture__echo").await;
     let url = mock.base_url();
 
@@ -160,16 +163,23 @@ async fn an_untrusted_projects_mcp_json_is_skipped_with_one_line_saying_how_to_t
     assert_eq!(
         notices,
         [format!(
-            "nanohermes: skipped {ws}/.mcp.json because {ws} is not a trusted project; to trust it, add `projects.\"{ws}\".trust_level = \"trusted\"` at the top of {} (or answer yes when asked on a terminal)",
-            w.user_config().display()
+            "nanohermes: skipped {ws}/.mcp.json because {ws} is not a trusted project; to trust it, run `nanohermes trust --workspace {ws}` (or answer yes when asked on a terminal)"
         )]
     );
     // Without a terminal nothing is asked and nothing is recorded.
     assert!(!w.user_config().exists());
 
-    // The TOML from the notice trusts it.
-    let line = notices[0].split('`').nth(1).unwrap();
-    w.write_user(&format!("{line}\n"));
+    // The command from the notice trusts it, showing what it trusted.
+    let command = notices[0].split('`').nth(1).unwrap();
+    let args = shlex::split(command).unwrap();
+    assert_eq!(args[..2], ["nanohermes", "trust"]);
+    let args: Vec<&str> = args[1..].iter().map(String::as_str).collect();
+    let trusting = w.run(&args, &[]).await;
+    assert_eq!(trusting.code, Some(0), "{trusting:#?}");
+    assert_eq!(
+        trusting.stdout,
+        format!("trusted {ws} as it is now:\n  {ws}/.mcp.json\n")
+    );
     let trusted = w.run(&["tools"], &[]).await;
     assert!(trusted.stdout.contains("fixture__echo"), "{trusted:#?}");
 }

@@ -295,7 +295,9 @@ fn main() -> anyhow::Result<()> {
     );
     for size in SIZES {
         let dir = tempfile::tempdir()?;
-        let store = MemoryStore::open(&dir.path().join("memory.db"))?;
+        // In the project the server below serves (its root), as the agent's are.
+        let store = MemoryStore::open(&dir.path().join("memory.db"))?
+            .in_project(&dir.path().canonicalize()?);
         let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
         let started = Instant::now();
         let texts: Vec<String> = (0..size).map(|n| memory_text(&mut rng, n)).collect();

@@ -21,11 +21,15 @@
 //! - Several processes may write one database at once and lose nothing
 //!   (WAL, busy timeout, `BEGIN IMMEDIATE` writes, a `UNIQUE` normal form).
 //! - `PRAGMA user_version` holds the schema version for later migrations.
+//! - Memory stays in its project: every memory carries the server's
+//!   workspace root; the tools see that project's memories and the ones
+//!   the user marked global (`nanohermes-memory global ID`, no tool).
 
+pub mod schema;
 pub mod search;
 pub mod server;
 pub mod store;
 pub mod text;
 
 pub use server::MemoryServer;
-pub use store::{Kind, Memory, MemoryError, MemoryStore, Saved, default_db_path};
+pub use store::{Kind, Memory, MemoryError, MemoryStore, Owned, Saved, default_db_path};

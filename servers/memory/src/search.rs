@@ -29,6 +29,15 @@
 //! over the window where every term's rows were read in full, so it stays
 //! bounded; an older candidate ranks after the scored ones with as many
 //! terms, by the rarity of its terms.
+//!
+//! **Scoped.** Every tier reads only the memories of the store's project
+//! and the global ones ([`SCOPE`], joined on the row), so another
+//! project's memories are never returned and never take a candidate's
+//! place; bounds such as [`RANKED_CANDIDATES`] still count every row the
+//! index matches. The joins are `CROSS JOIN`s, which SQLite never
+//! reorders: the index drives and each of its rows looks up its memory by
+//! id, rather than the planner walking the memories of a project and
+//! probing the index for each.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -64,11 +73,22 @@ pub const INDEX: &str = "memories_index";
 /// Substring test of one short term against text and tags (two parameters).
 const CONTAINS: &str = "(instr(m.norm, ?) > 0 OR instr(m.tags, ?) > 0)";
 
-/// The best `limit` memories for `terms`.
-pub fn run(conn: &Connection, terms: &Terms, limit: usize) -> rusqlite::Result<Vec<Memory>> {
-    let mut hits = every_term(conn, terms, limit)?;
+/// The rows of one project and the global ones (the project as one
+/// parameter). The unary `+` keeps SQLite from driving a query by an index
+/// on these columns (walking every memory of the project, then probing the
+/// index or the id list): the scope only filters rows found otherwise.
+pub const SCOPE: &str = "(+m.project = ? OR +m.global = 1)";
+
+/// The best `limit` memories for `terms` among `project`'s and the global ones.
+pub fn run(
+    conn: &Connection,
+    terms: &Terms,
+    limit: usize,
+    project: &str,
+) -> rusqlite::Result<Vec<Memory>> {
+    let mut hits = every_term(conn, terms, limit, project)?;
     if hits.len() < limit && terms.len() > 1 {
-        for hit in any_term(conn, terms)? {
+        for hit in any_term(conn, terms, project)? {
             if hits.len() == limit {
                 break;
             }
@@ -105,7 +125,12 @@ fn newest_bound(conn: &Connection, expression: &str) -> rusqlite::Result<Option<
     stmt.query_row([expression], |r| r.get(0)).optional()
 }
 
-fn every_term(conn: &Connection, terms: &Terms, limit: usize) -> rusqlite::Result<Vec<Memory>> {
+fn every_term(
+    conn: &Connection,
+    terms: &Terms,
+    limit: usize,
+    project: &str,
+) -> rusqlite::Result<Vec<Memory>> {
     let expression = terms.expression(true);
     let mut query = Query {
         conditions: Vec::new(),
@@ -115,7 +140,7 @@ fn every_term(conn: &Connection, terms: &Terms, limit: usize) -> rusqlite::Resul
         Some(e) => {
             query.filter(&format!("{INDEX} MATCH ?"), [e.clone()]);
             (
-                format!("{INDEX} JOIN memories m ON m.id = {INDEX}.rowid"),
+                format!("{INDEX} CROSS JOIN memories m ON m.id = {INDEX}.rowid"),
                 format!("bm25({INDEX}, 1.0, 0.5)"),
             )
         }
@@ -124,6 +149,7 @@ fn every_term(conn: &Connection, terms: &Terms, limit: usize) -> rusqlite::Resul
     for term in &terms.short {
         query.filter(CONTAINS, [term.clone(), term.clone()]);
     }
+    query.filter(SCOPE, [project.to_string()]);
     // With no filter on the joined row, the index ranks alone and only the
     // best `limit` rows are joined back to their text.
     let filtered = query.conditions.len() > 1;
@@ -176,27 +202,28 @@ struct Tally {
     rarity: f64,
 }
 
-fn any_term(conn: &Connection, terms: &Terms) -> rusqlite::Result<Vec<Memory>> {
+fn any_term(conn: &Connection, terms: &Terms, project: &str) -> rusqlite::Result<Vec<Memory>> {
     let newest: i64 = conn.query_row("SELECT coalesce(max(id), 0) FROM memories", [], |r| {
         r.get(0)
     })?;
     let mut per_term: Vec<TermRows<'_>> = Vec::new();
     let mut by_index = conn.prepare_cached(&format!(
-        "SELECT rowid FROM {INDEX} WHERE {INDEX} MATCH ?1 ORDER BY rowid DESC LIMIT {TERM_ROWS}"
+        "SELECT {INDEX}.rowid FROM {INDEX} CROSS JOIN memories m ON m.id = {INDEX}.rowid
+         WHERE {INDEX} MATCH ?1 AND {SCOPE} ORDER BY {INDEX}.rowid DESC LIMIT {TERM_ROWS}"
     ))?;
     for (term, expression) in terms.indexed() {
         let ids = by_index
-            .query_map([expression], |r| r.get(0))?
+            .query_map(rusqlite::params![expression, project], |r| r.get(0))?
             .collect::<rusqlite::Result<Vec<i64>>>()?;
         per_term.push(term_rows(term, ids, TERM_ROWS));
     }
     // A substring term has no index: its newest few matches stand for it.
     let mut by_substring = conn.prepare_cached(&format!(
-        "SELECT id FROM memories m WHERE {CONTAINS} ORDER BY id DESC LIMIT {SUBSTRING_CANDIDATES}"
+        "SELECT id FROM memories m WHERE {CONTAINS} AND {SCOPE} ORDER BY id DESC LIMIT {SUBSTRING_CANDIDATES}"
     ))?;
     for term in &terms.short {
         let ids = by_substring
-            .query_map([term, term], |r| r.get(0))?
+            .query_map([term, term, project], |r| r.get(0))?
             .collect::<rusqlite::Result<Vec<i64>>>()?;
         per_term.push(term_rows(term, ids, SUBSTRING_CANDIDATES));
     }
@@ -238,10 +265,12 @@ fn any_term(conn: &Connection, terms: &Terms) -> rusqlite::Result<Vec<Memory>> {
     let mut scores: HashMap<i64, f64> = HashMap::new();
     if let Some(expression) = terms.expression(false) {
         let mut stmt = conn.prepare_cached(&format!(
-            "SELECT rowid, bm25({INDEX}, 1.0, 0.5) FROM {INDEX}
-             WHERE {INDEX} MATCH ?1 AND rowid >= ?2 ORDER BY rowid DESC LIMIT {SCORED_ROWS}"
+            "SELECT {INDEX}.rowid, bm25({INDEX}, 1.0, 0.5) FROM {INDEX}
+             CROSS JOIN memories m ON m.id = {INDEX}.rowid
+             WHERE {INDEX} MATCH ?1 AND {INDEX}.rowid >= ?2 AND {SCOPE}
+             ORDER BY {INDEX}.rowid DESC LIMIT {SCORED_ROWS}"
         ))?;
-        for row in stmt.query_map(rusqlite::params![expression, window], |r| {
+        for row in stmt.query_map(rusqlite::params![expression, window, project], |r| {
             Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?))
         })? {
             let (id, score) = row?;
@@ -256,10 +285,10 @@ fn any_term(conn: &Connection, terms: &Terms) -> rusqlite::Result<Vec<Memory>> {
         .collect::<Vec<_>>()
         .join(",");
     let mut stmt = conn.prepare(&format!(
-        "SELECT id, kind, text, tags FROM memories WHERE id IN ({list})"
+        "SELECT id, kind, text, tags FROM memories m WHERE id IN ({list}) AND {SCOPE}"
     ))?;
     let mut ranked: Vec<(usize, f64, f64, Memory)> = stmt
-        .query_map([], memory_from_row)?
+        .query_map([project], memory_from_row)?
         .map(|memory| {
             let memory = memory?;
             let matched = exact_matches(&memory, &per_term);

@@ -1,5 +1,7 @@
 //! The MCP face of the store: four tools, their arguments, and the text the
-//! model reads back.
+//! model reads back. Every tool works in the server's project (its
+//! workspace root) plus the memories the user marked global; no tool can
+//! mark one global.
 
 use std::sync::Arc;
 
@@ -70,8 +72,11 @@ pub struct MemoryServer {
 
 #[tool_router]
 impl MemoryServer {
-    /// A server over `store`; `ctx` gives the output cap.
+    /// A server over `store`; `ctx` gives the output cap and the project:
+    /// its workspace root (canonical), so the model in one project never
+    /// sees, saves into or forgets another project's memories.
     pub fn new(ctx: ToolContext, store: MemoryStore) -> Self {
+        let store = store.in_project(ctx.workspace.root());
         Self {
             ctx: Arc::new(ctx),
             store: Arc::new(store),

@@ -15,6 +15,14 @@
 //! - [`MemoryStore::open_in_background`] lets a server answer its handshake
 //!   while the file opens; the first call waits for the open, and a failed
 //!   open is reported by that call and tried again by the next.
+//! - **Memory stays in its project**: every memory carries the project it
+//!   was saved in (a store's [`MemoryStore::in_project`], the server's
+//!   workspace root), and `save`, `search`, `list` and `forget` see only
+//!   that project's memories plus those the user marked global
+//!   ([`MemoryStore::set_global`], reached only from the
+//!   `nanohermes-memory global` command, never from a tool). Memories
+//!   saved before version 3 have no project (`''`): no project sees them
+//!   until the user marks them global or forgets them.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -26,7 +34,7 @@ use crate::search::INDEX;
 use crate::text::{Terms, index_form, normalise};
 
 /// Version of the schema this code writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// How long a write waits for another process's write to finish.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -82,6 +90,18 @@ pub struct Memory {
     pub tags: Vec<String>,
 }
 
+/// A memory with where it belongs, for the user's own listing
+/// ([`MemoryStore::list_all`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owned {
+    /// The memory.
+    pub memory: Memory,
+    /// The project it was saved in; empty for one saved before projects.
+    pub project: String,
+    /// Whether the user marked it global (seen in every project).
+    pub global: bool,
+}
+
 /// The outcome of [`MemoryStore::save`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Saved {
@@ -105,9 +125,14 @@ pub enum MemoryError {
     /// The query held no searchable term.
     #[error("the query is empty; give one or more words to look for")]
     EmptyQuery,
-    /// No memory has this id.
+    /// No memory has this id (in the project, for a tool call).
     #[error("no memory has id {0}; memory_search or memory_list shows the ids")]
     NotFound(i64),
+    /// The memory is global: only the user changes it.
+    #[error(
+        "memory {0} is global (the user marked it for every project), so it cannot be forgotten from here; ask the user to run `nanohermes-memory local {0}` or `nanohermes-memory forget {0}`"
+    )]
+    Global(i64),
     /// The file's schema is newer than this code.
     #[error(
         "the memory database has schema version {0}, newer than this server's {SCHEMA_VERSION}; upgrade nanohermes-memory"
@@ -144,6 +169,9 @@ pub enum MemoryError {
 pub struct MemoryStore {
     path: PathBuf,
     slot: Mutex<Slot>,
+    /// The project this store saves into and reads from (see
+    /// [`MemoryStore::in_project`]); empty until given one.
+    project: String,
 }
 
 /// The connection, or how to get it.
@@ -197,6 +225,7 @@ impl MemoryStore {
         Ok(Self {
             path: path.to_path_buf(),
             slot: Mutex::new(Slot::Open(conn)),
+            project: String::new(),
         })
     }
 
@@ -227,6 +256,7 @@ impl MemoryStore {
         Self {
             path: path.to_path_buf(),
             slot: Mutex::new(slot),
+            project: String::new(),
         }
     }
 
@@ -236,7 +266,22 @@ impl MemoryStore {
         Self {
             path: path.to_path_buf(),
             slot: Mutex::new(Slot::Closed),
+            project: String::new(),
         }
+    }
+
+    /// This store scoped to `project` (the server passes its workspace's
+    /// canonical root): saves are tagged with it, and reads see its
+    /// memories plus the global ones. A store never given a project works
+    /// in the unnamed one, where memories from before version 3 are.
+    pub fn in_project(mut self, project: &Path) -> Self {
+        self.project = project.to_string_lossy().into_owned();
+        self
+    }
+
+    /// The project this store is scoped to.
+    pub fn project(&self) -> &str {
+        &self.project
     }
 
     /// The database file.
@@ -257,20 +302,26 @@ impl MemoryStore {
         let tags = normalise_tags(tags).join(", ");
         let mut conn = self.lock()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let inserted = tx.execute(
-            "INSERT INTO memories (kind, text, norm, tags, created_at) VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT (norm) DO NOTHING",
-            params![kind.as_str(), text, norm, tags, unix_now()],
-        )?;
-        let outcome = if inserted == 1 {
-            let id = tx.last_insert_rowid();
-            index(&tx, id, text, &tags)?;
-            Saved::New(id)
-        } else {
-            let id = tx.query_row("SELECT id FROM memories WHERE norm = ?1", [&norm], |r| {
-                r.get(0)
-            })?;
-            Saved::Known(id)
+        // Known when this project, or a global memory, says the same.
+        let known: Option<i64> = tx
+            .query_row(
+                &format!("SELECT id FROM memories m WHERE norm = ?1 AND {VISIBLE} ORDER BY global DESC LIMIT 1"),
+                params![norm, self.project],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let outcome = match known {
+            Some(id) => Saved::Known(id),
+            None => {
+                tx.execute(
+                    "INSERT INTO memories (kind, text, norm, tags, created_at, project)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![kind.as_str(), text, norm, tags, unix_now(), self.project],
+                )?;
+                let id = tx.last_insert_rowid();
+                index(&tx, id, text, &tags)?;
+                Saved::New(id)
+            }
         };
         tx.commit()?;
         Ok(outcome)
@@ -284,24 +335,44 @@ impl MemoryStore {
             return Err(MemoryError::EmptyQuery);
         }
         let conn = self.lock()?;
-        Ok(crate::search::run(&conn, &terms, limit)?)
+        Ok(crate::search::run(&conn, &terms, limit, &self.project)?)
     }
 
     /// The newest memories first, optionally of one kind, at most `limit`.
     pub fn list(&self, kind: Option<Kind>, limit: usize) -> Result<Vec<Memory>, MemoryError> {
         let conn = self.lock()?;
-        let mut stmt = conn.prepare_cached(
-            "SELECT id, kind, text, tags FROM memories
-             WHERE ?1 IS NULL OR kind = ?1 ORDER BY id DESC LIMIT ?2",
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT id, kind, text, tags FROM memories m
+             WHERE (?1 IS NULL OR kind = ?1) AND {VISIBLE_3} ORDER BY id DESC LIMIT ?2"
+        ))?;
+        let rows = stmt.query_map(
+            params![kind.map(Kind::as_str), limit as i64, self.project],
+            memory_from_row,
         )?;
-        let rows = stmt.query_map(params![kind.map(Kind::as_str), limit as i64], |r| {
-            memory_from_row(r)
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Every memory of every project, newest first, for the user
+    /// (`nanohermes-memory list`); never offered to the model.
+    pub fn list_all(&self, limit: usize) -> Result<Vec<Owned>, MemoryError> {
+        let conn = self.lock()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, kind, text, tags, project, global FROM memories ORDER BY id DESC LIMIT ?1",
+        )?;
+        let rows = stmt.query_map([limit as i64], |r| {
+            Ok(Owned {
+                memory: memory_from_row(r)?,
+                project: r.get(4)?,
+                global: r.get(5)?,
+            })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// Deletes the memory with `id` and returns it.
-    pub fn forget(&self, id: i64) -> Result<Memory, MemoryError> {
+    /// Marks memory `id` global (seen in every project) or not, whatever
+    /// project it belongs to: the user's decision, made with
+    /// `nanohermes-memory global|local ID`. No tool calls this.
+    pub fn set_global(&self, id: i64, global: bool) -> Result<Memory, MemoryError> {
         let mut conn = self.lock()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let memory = tx
@@ -312,13 +383,57 @@ impl MemoryStore {
             )
             .optional()?
             .ok_or(MemoryError::NotFound(id))?;
+        tx.execute(
+            "UPDATE memories SET global = ?2 WHERE id = ?1",
+            params![id, global],
+        )?;
+        tx.commit()?;
+        Ok(memory)
+    }
+
+    /// Deletes memory `id` whatever its project, for the user
+    /// (`nanohermes-memory forget ID`).
+    pub fn forget_any(&self, id: i64) -> Result<Memory, MemoryError> {
+        self.delete(id, false)
+    }
+
+    /// Deletes the memory with `id` of this store's project and returns
+    /// it; another project's memory is [`MemoryError::NotFound`], a global
+    /// one [`MemoryError::Global`] (only the user changes those).
+    pub fn forget(&self, id: i64) -> Result<Memory, MemoryError> {
+        self.delete(id, true)
+    }
+
+    fn delete(&self, id: i64, scoped: bool) -> Result<Memory, MemoryError> {
+        let mut conn = self.lock()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let (memory, project, global) = tx
+            .query_row(
+                "SELECT id, kind, text, tags, project, global FROM memories WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok((
+                        memory_from_row(r)?,
+                        r.get::<_, String>(4)?,
+                        r.get::<_, bool>(5)?,
+                    ))
+                },
+            )
+            .optional()?
+            .ok_or(MemoryError::NotFound(id))?;
+        if scoped && global {
+            return Err(MemoryError::Global(id));
+        }
+        if scoped && project != self.project {
+            return Err(MemoryError::NotFound(id));
+        }
         tx.execute("DELETE FROM memories WHERE id = ?1", [id])?;
         tx.execute(&format!("DELETE FROM {INDEX} WHERE rowid = ?1"), [id])?;
         tx.commit()?;
         Ok(memory)
     }
 
-    /// How many memories the database holds.
+    /// How many memories the database holds, in every project.
     pub fn count(&self) -> Result<i64, MemoryError> {
         let conn = self.lock()?;
         Ok(conn.query_row("SELECT count(*) FROM memories", [], |r| r.get(0))?)
@@ -335,13 +450,21 @@ impl MemoryStore {
         let mut new = 0;
         {
             let mut stmt = tx.prepare_cached(
-                "INSERT INTO memories (kind, text, norm, tags, created_at) VALUES (?1, ?2, ?3, '', ?4)
-                 ON CONFLICT (norm) DO NOTHING",
+                "INSERT INTO memories (kind, text, norm, tags, created_at, project)
+                 VALUES (?1, ?2, ?3, '', ?4, ?5)
+                 ON CONFLICT (project, norm) DO NOTHING",
             )?;
             let now = unix_now();
             for (text, kind) in memories {
                 let text = text.trim();
-                if stmt.execute(params![kind.as_str(), text, normalise(text), now])? == 1 {
+                if stmt.execute(params![
+                    kind.as_str(),
+                    text,
+                    normalise(text),
+                    now,
+                    self.project
+                ])? == 1
+                {
                     index(&tx, tx.last_insert_rowid(), text, "")?;
                     new += 1;
                 }
@@ -401,7 +524,7 @@ fn open_connection(path: &Path) -> Result<Connection, MemoryError> {
         rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
         true,
     )?;
-    migrate(&mut conn)?;
+    crate::schema::migrate(&mut conn)?;
     Ok(conn)
 }
 
@@ -440,7 +563,7 @@ fn unix_now() -> i64 {
 /// Adds memory `id` to the search index, in its [`index_form`]. The index
 /// is contentless, so this code (not a trigger) keeps it in step with the
 /// table, inside the same transaction as the row.
-fn index(conn: &Connection, id: i64, text: &str, tags: &str) -> rusqlite::Result<()> {
+pub(crate) fn index(conn: &Connection, id: i64, text: &str, tags: &str) -> rusqlite::Result<()> {
     let mut stmt = conn.prepare_cached(&format!(
         "INSERT INTO {INDEX} (rowid, text, tags) VALUES (?1, ?2, ?3)"
     ))?;
@@ -465,101 +588,7 @@ fn retry_busy<T>(mut step: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Res
     }
 }
 
-/// Brings the schema from `user_version` up to [`SCHEMA_VERSION`], inside
-/// one `BEGIN IMMEDIATE` transaction so two processes opening a new file at
-/// once migrate it exactly once. A current schema is only read: no write
-/// transaction, so no WAL frame and no fsync at open.
-fn migrate(conn: &mut Connection) -> Result<(), MemoryError> {
-    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    if version > SCHEMA_VERSION {
-        return Err(MemoryError::NewerSchema(version));
-    }
-    if version == SCHEMA_VERSION {
-        return Ok(());
-    }
-    // Read again under the write lock: another process may have migrated
-    // the file since.
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    if version > SCHEMA_VERSION {
-        return Err(MemoryError::NewerSchema(version));
-    }
-    if version == SCHEMA_VERSION {
-        return Ok(()); // the transaction rolls back, writing nothing
-    }
-    if version < 1 {
-        tx.execute_batch(SCHEMA_V1)?;
-    }
-    if version < 2 {
-        tx.execute_batch(SCHEMA_V2)?;
-        reindex(&tx)?;
-    }
-    // Later versions add `if version < N { ... }` steps here.
-    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
-    tx.commit()?;
-    Ok(())
-}
-
-const SCHEMA_V1: &str = "
-CREATE TABLE memories (
-    id         INTEGER PRIMARY KEY,
-    kind       TEXT    NOT NULL CHECK (kind IN ('lesson', 'preference', 'correction', 'fact')),
-    text       TEXT    NOT NULL,
-    norm       TEXT    NOT NULL UNIQUE,
-    tags       TEXT    NOT NULL DEFAULT '',
-    created_at INTEGER NOT NULL
-);
-CREATE INDEX memories_kind ON memories (kind, id);
-CREATE VIRTUAL TABLE memories_fts USING fts5 (
-    text, tags, content = 'memories', content_rowid = 'id', tokenize = 'trigram'
-);
-CREATE VIRTUAL TABLE memories_words USING fts5 (
-    text, tags, content = 'memories', content_rowid = 'id',
-    tokenize = 'unicode61 remove_diacritics 2'
-);
-CREATE TRIGGER memories_after_insert AFTER INSERT ON memories BEGIN
-    INSERT INTO memories_fts (rowid, text, tags) VALUES (new.id, new.text, new.tags);
-    INSERT INTO memories_words (rowid, text, tags) VALUES (new.id, new.text, new.tags);
-END;
-CREATE TRIGGER memories_after_delete AFTER DELETE ON memories BEGIN
-    INSERT INTO memories_fts (memories_fts, rowid, text, tags)
-    VALUES ('delete', old.id, old.text, old.tags);
-    INSERT INTO memories_words (memories_words, rowid, text, tags)
-    VALUES ('delete', old.id, old.text, old.tags);
-END;
-CREATE TRIGGER memories_after_update AFTER UPDATE ON memories BEGIN
-    INSERT INTO memories_fts (memories_fts, rowid, text, tags)
-    VALUES ('delete', old.id, old.text, old.tags);
-    INSERT INTO memories_words (memories_words, rowid, text, tags)
-    VALUES ('delete', old.id, old.text, old.tags);
-    INSERT INTO memories_fts (rowid, text, tags) VALUES (new.id, new.text, new.tags);
-    INSERT INTO memories_words (rowid, text, tags) VALUES (new.id, new.text, new.tags);
-END;
-";
-
-/// Version 2: one contentless index of the [`index_form`] (CJK bigrams)
-/// replaces version 1's trigram and word indexes and their triggers, which
-/// could not match a question phrased differently from the stored text.
-const SCHEMA_V2: &str = "
-DROP TRIGGER memories_after_insert;
-DROP TRIGGER memories_after_delete;
-DROP TRIGGER memories_after_update;
-DROP TABLE memories_fts;
-DROP TABLE memories_words;
-CREATE VIRTUAL TABLE memories_index USING fts5 (
-    text, tags, content = '', contentless_delete = 1,
-    tokenize = 'unicode61 remove_diacritics 2'
-);
-";
-
-/// Indexes every memory anew (after [`SCHEMA_V2`] created the index).
-fn reindex(conn: &Connection) -> rusqlite::Result<()> {
-    let mut stmt = conn.prepare("SELECT id, text, tags FROM memories")?;
-    let mut rows = stmt.query([])?;
-    while let Some(row) = rows.next()? {
-        let text: String = row.get(1)?;
-        let tags: String = row.get(2)?;
-        index(conn, row.get(0)?, &text, &tags)?;
-    }
-    Ok(())
-}
+/// The rows a scoped call sees (alias `m`, the project as parameter `?2`).
+pub(crate) const VISIBLE: &str = "(m.project = ?2 OR m.global = 1)";
+/// [`VISIBLE`] with the project as parameter `?3`.
+const VISIBLE_3: &str = "(m.project = ?3 OR m.global = 1)";

@@ -43,9 +43,14 @@ pub fn mcp_json(workspace: &Path) -> PathBuf {
     workspace.join(MCP_JSON)
 }
 
-/// The workspace's config files that exist, skipping `user_config` itself
-/// (a workspace that is the home directory holds the user's own file).
-pub fn project_files(workspace: &Path, user_config: Option<&Path>) -> Vec<PathBuf> {
+/// The most bytes a config file may hold: a bigger one is refused, not cut.
+pub const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The workspace's files that can start programs or change rules, whether
+/// they exist or not, skipping `user_config` itself (a workspace that is
+/// the home directory holds the user's own file). Trust is bound to what
+/// these hold ([`super::digests`]).
+pub fn project_candidates(workspace: &Path, user_config: Option<&Path>) -> Vec<PathBuf> {
     let same = |p: &Path| {
         user_config.is_some_and(|u| match (p.canonicalize(), u.canonicalize()) {
             (Ok(a), Ok(b)) => a == b,
@@ -58,20 +63,60 @@ pub fn project_files(workspace: &Path, user_config: Option<&Path>) -> Vec<PathBu
         hooks_json(workspace),
     ]
     .into_iter()
-    .filter(|p| p.is_file() && !same(p))
+    .filter(|p| !same(p))
     .collect()
+}
+
+/// The workspace's config files that exist (see [`project_candidates`]).
+pub fn project_files(workspace: &Path, user_config: Option<&Path>) -> Vec<PathBuf> {
+    project_candidates(workspace, user_config)
+        .into_iter()
+        .filter(|p| p.exists())
+        .collect()
+}
+
+/// Reads `path` as a regular file; `None` when it does not exist. The open
+/// is non-blocking and `fstat` must show a regular file, so a FIFO or a
+/// device planted under a config file's name is an error, never a hang;
+/// more than [`MAX_CONFIG_BYTES`] is an error too.
+pub fn read_regular(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::other("it is not a regular file"));
+    }
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(io::Error::other(format!(
+            "it is {} bytes, over the {MAX_CONFIG_BYTES}-byte limit",
+            meta.len()
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES).read_to_end(&mut bytes)?;
+    Ok(Some(bytes))
 }
 
 /// Reads `path`; `None` when it does not exist. `shown` names it in errors.
 pub fn read_optional(path: &Path, shown: &str) -> Result<Option<String>, ConfigError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(ConfigError::at(
-            shown,
-            None,
-            format!("cannot read the file: {e}; fix its permissions or remove it"),
-        )),
+    let at = |m: String| ConfigError::at(shown, None, m);
+    match read_regular(path) {
+        Ok(None) => Ok(None),
+        Ok(Some(bytes)) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| at("the file is not valid UTF-8; save it as UTF-8".into())),
+        Err(e) => Err(at(format!(
+            "cannot read the file: {e}; fix its permissions or remove it"
+        ))),
     }
 }
 

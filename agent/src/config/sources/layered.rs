@@ -1,7 +1,8 @@
 //! The layers, merged: built-in defaults, then `$NANOHERMES_HOME/config.toml`,
-//! then (for a trusted project only) `WORKSPACE/.mcp.json` and
-//! `WORKSPACE/.nanohermes/config.toml` and `.nanohermes/hooks.json`, then
-//! the environment, then flags.
+//! then (for a trusted project only, and of those only the files whose
+//! content is what the user trusted, see [`super::digests`])
+//! `WORKSPACE/.mcp.json` and `WORKSPACE/.nanohermes/config.toml` and
+//! `.nanohermes/hooks.json`, then the environment, then flags.
 //! Each later layer overrides; `deny` lists add up and hooks run in layer
 //! order. Everything comes in through [`ConfigSources`], so tests pass
 //! their own home, environment and flags.
@@ -10,11 +11,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::diag::{ConfigError, display_path};
+use super::digests::{self, Record, Snapshot};
 use super::files;
 use super::mcp_json;
 use super::raw::{self, BuiltinName, FileKind, HookEvent, HookGroup, Mode, RawConfig, RawServer};
-use super::servers::{self, Origin, ServerSpec, overlay, sets_transport};
+use super::servers::{self, Origin, ServerSpec, Transport, overlay, sets_transport};
 use super::trust::{self, TrustStatus};
+pub use super::trust_check::{TrustCheck, trust_check};
 
 /// Environment variables read by the environment layer, and their keys.
 pub const ENV_KEYS: &[(&str, &str)] = &[
@@ -101,8 +104,37 @@ impl ConfigSources {
         self.nanohermes_home.as_deref().map(files::user_config)
     }
 
-    fn show(&self, path: &Path) -> String {
+    pub(super) fn show(&self, path: &Path) -> String {
         display_path(path, self.home.as_deref())
+    }
+
+    /// The trust record (`$NANOHERMES_HOME/trusted-files.json`), when
+    /// there is a home for it.
+    pub fn trust_record_path(&self) -> Option<PathBuf> {
+        self.nanohermes_home.as_deref().map(digests::record_path)
+    }
+
+    /// The workspace's project files, each read once.
+    pub(super) fn snapshot(&self) -> Result<Snapshot, ConfigError> {
+        let candidates =
+            files::project_candidates(&self.workspace, self.user_config_path().as_deref());
+        Snapshot::read(&candidates, &|p| self.show(p))
+    }
+
+    /// The trust record; empty without a home.
+    pub(super) fn record(&self) -> Result<Record, ConfigError> {
+        match self.trust_record_path() {
+            Some(path) => Record::load(&path),
+            None => Ok(Record::default()),
+        }
+    }
+
+    /// The variables that keep the model provider's key: never expanded
+    /// into another server's settings from a `.mcp.json`.
+    fn key_vars(&self, settings: &Settings) -> Vec<String> {
+        let mut vars = vec![crate::config::DEFAULT_API_KEY_ENV.to_owned()];
+        vars.extend(settings.api_key_env.clone());
+        vars
     }
 }
 
@@ -189,65 +221,9 @@ pub struct Loaded {
     pub warnings: Vec<String>,
 }
 
-/// What the CLI needs to decide whether to ask about trust.
-#[derive(Debug, Clone)]
-pub struct TrustCheck {
-    /// The user's decision so far.
-    pub status: TrustStatus,
-    /// The workspace's config files that exist.
-    pub project_files: Vec<PathBuf>,
-    /// Where a decision is recorded.
-    pub user_config: Option<PathBuf>,
-    /// The workspace.
-    pub workspace: PathBuf,
-}
-
-impl TrustCheck {
-    /// [`trust::should_ask`] for this workspace.
-    pub fn should_ask(&self, is_tty: bool) -> bool {
-        trust::should_ask(&self.status, is_tty, !self.project_files.is_empty())
-    }
-
-    /// Asks on `input`/`output` and records the answer in the user's
-    /// config; returns whether the project is now trusted.
-    pub fn ask_and_record(
-        &self,
-        input: &mut dyn std::io::BufRead,
-        output: &mut dyn std::io::Write,
-    ) -> Result<bool, ConfigError> {
-        let files: Vec<String> = self
-            .project_files
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect();
-        let question = trust::question(&self.workspace, &files);
-        let yes = trust::ask(input, output, &question)
-            .map_err(|e| ConfigError::at("", None, format!("cannot ask about trust: {e}")))?;
-        let level = if yes {
-            raw::TrustLevel::Trusted
-        } else {
-            raw::TrustLevel::Untrusted
-        };
-        if let Some(path) = &self.user_config {
-            trust::record(path, &self.workspace, level)?;
-        }
-        Ok(yes)
-    }
-}
-
-/// Reads the user's config and tells what it says about the workspace.
-pub fn trust_check(sources: &ConfigSources) -> Result<TrustCheck, ConfigError> {
-    let (user, _) = read_user(sources)?;
-    let user_config = sources.user_config_path();
-    Ok(TrustCheck {
-        status: trust::status(&user, &sources.workspace),
-        project_files: files::project_files(&sources.workspace, user_config.as_deref()),
-        user_config,
-        workspace: sources.workspace.clone(),
-    })
-}
-
-fn read_user(sources: &ConfigSources) -> Result<(RawConfig, Option<PathBuf>), ConfigError> {
+pub(super) fn read_user(
+    sources: &ConfigSources,
+) -> Result<(RawConfig, Option<PathBuf>), ConfigError> {
     let Some(path) = sources.user_config_path() else {
         return Ok((RawConfig::default(), None));
     };
@@ -298,80 +274,81 @@ pub fn load(sources: &ConfigSources) -> Result<Loaded, ConfigError> {
         );
     }
 
-    let project = files::project_files(&sources.workspace, sources.user_config_path().as_deref());
+    let snapshot = sources.snapshot()?;
+    let project = snapshot.existing();
     if !project.is_empty() && !trust.is_trusted() {
         let shown: Vec<String> = project.iter().map(|p| sources.show(p)).collect();
-        let user_file = sources.user_config_path().map_or_else(
-            || "$NANOHERMES_HOME/config.toml".to_owned(),
-            |p| sources.show(&p),
-        );
-        warnings.push(trust::skipped_notice(
-            &sources.workspace,
-            &shown,
-            &user_file,
-        ));
-    } else {
-        let json_path = files::mcp_json(&sources.workspace);
-        if project.contains(&json_path) {
-            let file = sources.show(&json_path);
-            if let Some(text) = files::read_optional(&json_path, &file)? {
-                let env = |var: &str| sources.env.get(var).cloned();
-                let parsed = mcp_json::parse(&file, &text, &env)?;
-                warnings.extend(parsed.warnings);
-                for (name, raw) in parsed.servers {
-                    merge_server(
-                        &mut entries,
-                        name,
-                        raw,
-                        Origin::McpJson(json_path.clone()),
-                        &file,
-                    );
-                }
-                read.push(json_path);
-            }
+        warnings.push(trust::skipped_notice(&sources.workspace, &shown));
+    } else if trust.is_trusted() {
+        // Only what the user trusted is read: a file created, changed or
+        // removed since is skipped, with one line saying how to re-trust.
+        let changes = snapshot.changes(&sources.record()?);
+        if !changes.is_empty() {
+            warnings.push(trust::changed_notice(
+                &sources.workspace,
+                &digests::describe(&changes, &|p| sources.show(p)),
+            ));
         }
-        let toml_path = files::project_config(&sources.workspace);
-        if project.contains(&toml_path) {
-            let file = sources.show(&toml_path);
-            if let Some(text) = files::read_optional(&toml_path, &file)? {
-                let raw = raw::parse(&file, &text, FileKind::Project)?;
-                apply_file(
-                    &mut settings,
+        let usable = |path: &PathBuf| !changes.iter().any(|c| &c.path == path);
+        let json_path = files::mcp_json(&sources.workspace);
+        let file = sources.show(&json_path);
+        if usable(&json_path)
+            && let Some(text) = snapshot.text(&json_path, &file)?
+        {
+            let key_vars = sources.key_vars(&settings);
+            let env = |var: &str| sources.env.get(var).cloned();
+            let parsed = mcp_json::parse_guarded(&file, &text, &env, &key_vars)?;
+            warnings.extend(parsed.warnings);
+            for (name, raw) in parsed.servers {
+                merge_server(
                     &mut entries,
+                    name,
                     raw,
-                    Origin::ProjectConfig(toml_path.clone()),
+                    Origin::McpJson(json_path.clone()),
                     &file,
                 );
-                read.push(toml_path);
             }
+            read.push(json_path);
+        }
+        let toml_path = files::project_config(&sources.workspace);
+        let file = sources.show(&toml_path);
+        if usable(&toml_path)
+            && let Some(text) = snapshot.text(&toml_path, &file)?
+        {
+            let raw = raw::parse(&file, &text, FileKind::Project)?;
+            apply_file(
+                &mut settings,
+                &mut entries,
+                raw,
+                Origin::ProjectConfig(toml_path.clone()),
+                &file,
+            );
+            read.push(toml_path);
         }
         // After the project's config.toml: its hooks run after that file's.
         let hooks_path = files::hooks_json(&sources.workspace);
-        if project.contains(&hooks_path) {
-            let file = sources.show(&hooks_path);
-            if let Some(text) = files::read_optional(&hooks_path, &file)? {
-                let parsed = super::hooks_json::parse(&file, &text)?;
-                warnings.extend(parsed.warnings);
-                for (event, groups) in parsed.hooks {
-                    settings.hooks.entry(event).or_default().extend(groups);
-                }
-                read.push(hooks_path);
+        let file = sources.show(&hooks_path);
+        if usable(&hooks_path)
+            && let Some(text) = snapshot.text(&hooks_path, &file)?
+        {
+            let parsed = super::hooks_json::parse(&file, &text)?;
+            warnings.extend(parsed.warnings);
+            for (event, groups) in parsed.hooks {
+                settings.hooks.entry(event).or_default().extend(groups);
             }
+            read.push(hooks_path);
         }
     }
 
     apply_env(&mut settings, &sources.env)?;
     apply_flags(&mut settings, &sources.flags);
 
+    let key_vars = sources.key_vars(&settings);
     let mut servers = Vec::with_capacity(entries.len());
     for e in entries {
-        servers.push(servers::resolve(
-            &e.name,
-            e.raw,
-            e.origin,
-            &e.file,
-            &sources.workspace,
-        )?);
+        let mut spec = servers::resolve(&e.name, e.raw, e.origin, &e.file, &sources.workspace)?;
+        withhold_key(&mut spec, &key_vars, &mut warnings);
+        servers.push(spec);
     }
     let flagged = sources.flags.mcp.iter().map(|s| servers::parse_mcp_flag(s));
     let agents = sources
@@ -393,6 +370,48 @@ pub fn load(sources: &ConfigSources) -> Result<Loaded, ConfigError> {
         files: read,
         warnings,
     })
+}
+
+/// A project's HTTP server may not name the model provider's key as its
+/// bearer token, a header's variable or its OAuth secret: the name is
+/// dropped with a warning, so the key never reaches a server the project
+/// chose. (A child's environment never has it: `spawn::withhold`.)
+fn withhold_key(spec: &mut ServerSpec, key_vars: &[String], warnings: &mut Vec<String>) {
+    if !spec.origin.is_project() {
+        return;
+    }
+    let Transport::Http(http) = &mut spec.transport else {
+        return;
+    };
+    let mut dropped = Vec::new();
+    if http
+        .bearer_token_env_var
+        .as_ref()
+        .is_some_and(|v| key_vars.contains(v))
+    {
+        dropped.extend(http.bearer_token_env_var.take());
+    }
+    if http
+        .oauth
+        .client_secret_env_var
+        .as_ref()
+        .is_some_and(|v| key_vars.contains(v))
+    {
+        dropped.extend(http.oauth.client_secret_env_var.take());
+    }
+    http.env_headers.retain(|_, var| {
+        let keep = !key_vars.contains(var);
+        if !keep {
+            dropped.push(var.clone());
+        }
+        keep
+    });
+    for var in dropped {
+        warnings.push(format!(
+            "server {:?}: {var} is the model provider's key; a project's server never receives it, so it is not sent",
+            spec.name
+        ));
+    }
 }
 
 fn merge_server(

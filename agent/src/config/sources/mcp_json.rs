@@ -6,6 +6,12 @@
 //! unset and has no default is an error naming it. Keys other hosts add
 //! that NanoHermes has no use for are ignored with a warning, so a file
 //! shared with a team keeps working.
+//!
+//! The model provider's key variable ([`parse_guarded`]'s `key_vars`:
+//! `OPENAI_API_KEY` and the configured `api_key_env`) is never expanded
+//! into a project's server: it expands to nothing, with a warning. At trust
+//! time [`expansions`] lists every variable a file would pass to which
+//! server's which field.
 
 use std::collections::BTreeMap;
 
@@ -48,6 +54,121 @@ pub fn parse(
     text: &str,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<McpJson, ConfigError> {
+    parse_guarded(file, text, env, &[])
+}
+
+/// [`parse`], where each of `key_vars` (the model provider's key) expands
+/// to nothing, with one warning per server that asks for it.
+pub fn parse_guarded(
+    file: &str,
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    key_vars: &[String],
+) -> Result<McpJson, ConfigError> {
+    let mut out = parse_with(file, text, env, key_vars)?;
+    for found in scan(text) {
+        if key_vars.contains(&found.var) {
+            out.warnings.push(format!(
+                "{file}: server {:?}: ${{{}}} in {} is the model provider's key; it is never passed to another server and expands to nothing",
+                found.server, found.var, found.field
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// One `${VAR}` a `.mcp.json` entry uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Found {
+    server: String,
+    field: String,
+    var: String,
+}
+
+/// Every `${VAR}` in every entry's expanded fields, in file order.
+fn scan(text: &str) -> Vec<Found> {
+    let Ok(Value::Object(top)) = serde_json::from_str::<Value>(text) else {
+        return Vec::new();
+    };
+    let Some(Value::Object(servers)) = top.get("mcpServers") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (server, entry) in servers {
+        let Some(entry) = entry.as_object() else {
+            continue;
+        };
+        for (key, value) in entry {
+            let mut push = |field: String, s: &str| {
+                for var in vars_in(s) {
+                    out.push(Found {
+                        server: server.clone(),
+                        field: field.clone(),
+                        var,
+                    });
+                }
+            };
+            match (key.as_str(), value) {
+                ("command" | "cwd" | "url" | "httpUrl", Value::String(s)) => push(key.clone(), s),
+                ("args", Value::Array(items)) => {
+                    for item in items.iter().filter_map(Value::as_str) {
+                        push("args".to_owned(), item);
+                    }
+                }
+                ("env" | "headers", Value::Object(map)) => {
+                    for (name, v) in map {
+                        if let Some(v) = v.as_str() {
+                            push(format!("{key} {name}"), v);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// The variable names of `${NAME}` and `${NAME:-default}` in `s`.
+fn vars_in(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    while let Some(start) = rest.find("${") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else { break };
+        let inner = &after[..end];
+        let var = inner.split_once(":-").map_or(inner, |(v, _)| v);
+        if super::servers::is_env_name(var) {
+            out.push(var.to_owned());
+        }
+        rest = &after[end + 1..];
+    }
+    out
+}
+
+/// One line per variable `text` (a `.mcp.json`) expands, for the trust
+/// question: `GITHUB_TOKEN → server "github", headers Authorization`; a
+/// variable in `key_vars` is marked as expanding to nothing.
+pub fn expansions(text: &str, key_vars: &[String]) -> Vec<String> {
+    scan(text)
+        .into_iter()
+        .map(|f| {
+            let blocked = if key_vars.contains(&f.var) {
+                " (the model provider's key: never passed, expands to nothing)"
+            } else {
+                ""
+            };
+            format!("{} → server {:?}, {}{blocked}", f.var, f.server, f.field)
+        })
+        .collect()
+}
+
+fn parse_with(
+    file: &str,
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    key_vars: &[String],
+) -> Result<McpJson, ConfigError> {
     let doc: Value = serde_json::from_str(text)
         .map_err(|e| ConfigError::at(file, Some(e.line()), format!("invalid JSON: {e}")))?;
     let Some(top) = doc.as_object() else {
@@ -89,7 +210,7 @@ pub fn parse(
                 ));
             }
         }
-        match entry_to_raw(name, entry, env) {
+        match entry_to_raw(name, entry, env, key_vars) {
             Ok(Some(raw)) => {
                 super::servers::check_raw(name, &raw).map_err(|(_, m)| at(m))?;
                 out.servers.push((name.clone(), raw));
@@ -113,8 +234,10 @@ fn entry_to_raw(
     name: &str,
     entry: &Map<String, Value>,
     env: &dyn Fn(&str) -> Option<String>,
+    key_vars: &[String],
 ) -> Result<Option<RawServer>, String> {
-    let x = |s: &str, what: &str| expand(s, env).map_err(|e| format!("{what}: {e}"));
+    let x =
+        |s: &str, what: &str| expand_guarded(s, env, key_vars).map_err(|e| format!("{what}: {e}"));
     let kind = opt_str(entry, "type")?;
     let mut raw = RawServer::default();
     let url = match (opt_str(entry, "url")?, opt_str(entry, "httpUrl")?) {
@@ -195,6 +318,16 @@ fn entry_to_raw(
 /// Expands `${VAR}` and `${VAR:-default}` (the default also when VAR is
 /// empty, as in a shell). A `$` not followed by `{` stays as it is.
 pub fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    expand_guarded(text, env, &[])
+}
+
+/// [`expand`], where each variable in `blocked` expands to nothing (its
+/// default too): the model provider's key never reaches another server.
+pub fn expand_guarded(
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    blocked: &[String],
+) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
@@ -212,6 +345,10 @@ pub fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String
             return Err(format!(
                 "\"${{{inner}}}\" is not a variable; write ${{NAME}} or ${{NAME:-default}}"
             ));
+        }
+        if blocked.iter().any(|b| b == var) {
+            rest = &after[end + 1..];
+            continue;
         }
         match (env(var).filter(|v| !v.is_empty()), default) {
             (Some(value), _) => out.push_str(&value),

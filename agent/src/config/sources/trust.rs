@@ -1,12 +1,16 @@
 //! Whether a workspace's own config files are read.
 //!
 //! A cloned repository must not be able to start a program or loosen a
-//! rule, so `WORKSPACE/.nanohermes/config.toml` and `WORKSPACE/.mcp.json`
-//! are read only when the user's own config says
+//! rule, so `WORKSPACE/.nanohermes/config.toml`, `WORKSPACE/.mcp.json` and
+//! `.nanohermes/hooks.json` are read only when the user's own config says
 //! `[projects."/abs/path"] trust_level = "trusted"` (Codex's key) for the
-//! workspace or a directory above it. On a terminal the CLI asks once
-//! ([`should_ask`], [`ask`]) and [`record`]s the answer either way, as
-//! Claude Code asks before starting a project's servers.
+//! workspace or a directory above it, **and** each file still holds what
+//! the user trusted ([`super::digests`]: a file created, changed or
+//! removed since is skipped, as direnv blocks a changed `.envrc`). On a
+//! terminal the CLI asks ([`should_ask`], [`ask`]) and [`record`]s the
+//! answer, as Claude Code asks before starting a project's servers;
+//! without one, `nanohermes trust` is how the user trusts the files as
+//! they are.
 
 use std::io::{self, BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -56,15 +60,40 @@ pub fn toml_entry(workspace: &Path, level: TrustLevel) -> String {
     )
 }
 
-/// The one line shown when a project's files are skipped: which files, and
-/// the exact TOML that trusts the project (a dotted key, valid on one line
-/// before the first `[table]`).
-pub fn skipped_notice(workspace: &Path, skipped: &[String], user_config: &str) -> String {
+/// How the user trusts `workspace`'s files as they are now.
+fn how_to_trust(workspace: &Path) -> String {
     format!(
-        "skipped {} because {} is not a trusted project; to trust it, add `projects.{}.trust_level = \"trusted\"` at the top of {user_config} (or answer yes when asked on a terminal)",
+        "run `nanohermes trust --workspace {}` (or answer yes when asked on a terminal)",
+        shell_quoted(workspace)
+    )
+}
+
+/// The one line shown when a project's files are skipped because the
+/// project is not trusted: which files, and how to trust it.
+pub fn skipped_notice(workspace: &Path, skipped: &[String]) -> String {
+    format!(
+        "skipped {} because {} is not a trusted project; to trust it, {}",
         skipped.join(" and "),
         workspace.display(),
-        quoted(workspace),
+        how_to_trust(workspace),
+    )
+}
+
+/// The one line shown when a trusted project's files changed since the
+/// user trusted them (`changes` from [`super::digests::describe`]).
+pub fn changed_notice(workspace: &Path, changes: &str) -> String {
+    format!(
+        "skipped {changes}: changed since you trusted {}; review the change, then to trust it {}",
+        workspace.display(),
+        how_to_trust(workspace),
+    )
+}
+
+/// The question for a trusted project whose files changed.
+pub fn changed_question(workspace: &Path, changes: &str) -> String {
+    format!(
+        "{}'s config changed since you trusted it: {changes}. These files can start programs and change permission rules. Trust the new content? [y/N] ",
+        workspace.display()
     )
 }
 
@@ -172,6 +201,12 @@ fn level_name(level: TrustLevel) -> &'static str {
     }
 }
 
+/// `path` as one shell word (single-quoted when it needs quoting).
+fn shell_quoted(path: &Path) -> String {
+    let text = path.display().to_string();
+    shlex::try_quote(&text).map_or(text.clone(), |q| q.into_owned())
+}
+
 /// `path` as a TOML basic string (escapes quotes and backslashes).
 fn quoted(path: &Path) -> String {
     toml::Value::String(path.display().to_string()).to_string()
@@ -202,20 +237,21 @@ mod tests {
     }
 
     #[test]
-    fn the_notice_is_one_line_with_toml_that_parses() {
-        let notice = skipped_notice(
-            Path::new("/w/my \"repo\""),
-            &["/w/.mcp.json".into()],
-            "~/.nanohermes/config.toml",
-        );
+    fn the_notices_are_one_line_with_a_command_that_trusts() {
+        let notice = skipped_notice(Path::new("/w/my repo"), &["/w/my repo/.mcp.json".into()]);
         assert!(!notice.contains('\n'));
-        let toml_line = notice.split('`').nth(1).unwrap();
-        assert_eq!(
-            toml_line,
-            r#"projects.'/w/my "repo"'.trust_level = "trusted""#
+        assert!(
+            notice.ends_with(
+                "to trust it, run `nanohermes trust --workspace '/w/my repo'` (or answer yes when asked on a terminal)"
+            ),
+            "{notice}"
         );
-        let cfg = user(toml_line);
-        assert!(status(&cfg, Path::new("/w/my \"repo\"")).is_trusted());
+        let changed = changed_notice(Path::new("/w"), "/w/.mcp.json (changed)");
+        assert!(!changed.contains('\n'));
+        assert!(
+            changed.starts_with("skipped /w/.mcp.json (changed): changed since you trusted /w;"),
+            "{changed}"
+        );
     }
 
     #[test]

@@ -398,3 +398,79 @@ fn a_store_opened_on_first_use_creates_no_file_before_it() {
     assert_eq!(store.list(None, 10).unwrap(), vec![]);
     assert!(path.is_file());
 }
+
+#[test]
+fn a_version_2_database_migrates_and_its_memories_belong_to_no_project() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    {
+        // A file as version 2 left it, with one memory.
+        let conn = raw(&path);
+        conn.execute_batch(
+            "CREATE TABLE memories (
+                id INTEGER PRIMARY KEY,
+                kind TEXT NOT NULL CHECK (kind IN ('lesson', 'preference', 'correction', 'fact')),
+                text TEXT NOT NULL, norm TEXT NOT NULL UNIQUE,
+                tags TEXT NOT NULL DEFAULT '', created_at INTEGER NOT NULL);
+             CREATE INDEX memories_kind ON memories (kind, id);
+             CREATE VIRTUAL TABLE memories_index USING fts5 (
+                text, tags, content = '', contentless_delete = 1,
+                tokenize = 'unicode61 remove_diacritics 2');
+             INSERT INTO memories VALUES (7, 'fact', 'old deploy notes', 'old deploy notes', '', 0);
+             INSERT INTO memories_index (rowid, text, tags) VALUES (7, 'old deploy notes', '');
+             PRAGMA user_version = 2;",
+        )
+        .unwrap();
+    }
+    let project = dir.path().canonicalize().unwrap();
+    let store = MemoryStore::open(&path).unwrap().in_project(&project);
+    let version: i64 = raw(&path)
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    // Kept, but no project sees it: it is never recalled on its own.
+    assert_eq!(store.count().unwrap(), 1);
+    assert!(store.search("deploy notes", 10).unwrap().is_empty());
+    assert!(store.list(None, 10).unwrap().is_empty());
+    let all = store.list_all(10).unwrap();
+    assert_eq!(
+        (all[0].memory.id, all[0].project.as_str(), all[0].global),
+        (7, "", false)
+    );
+    // Until the user marks it global: then every project finds it by its index entry.
+    store.set_global(7, true).unwrap();
+    let found = store.search("deploy notes", 10).unwrap();
+    assert_eq!(found.iter().map(|m| m.id).collect::<Vec<_>>(), [7]);
+    // A new memory with the same text in a project is "already known".
+    assert_eq!(
+        store.save("Old deploy notes", Kind::Fact, &[]).unwrap(),
+        Saved::Known(7)
+    );
+}
+
+#[test]
+fn another_projects_many_memories_never_crowd_out_this_projects_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let mine = MemoryStore::open(&path).unwrap().in_project(&b);
+    mine.save("deploy with the blue script", Kind::Fact, &[])
+        .unwrap();
+    let theirs = MemoryStore::open(&path).unwrap().in_project(&a);
+    let texts: Vec<String> = (0..RANKED_CANDIDATES + 500)
+        .map(|n| format!("deploy step {n} of the red script"))
+        .collect();
+    theirs
+        .save_batch(texts.iter().map(|t| (t.as_str(), Kind::Fact)))
+        .unwrap();
+    for query in ["deploy", "deploy script", "deploy blue"] {
+        let found = mine.search(query, 10).unwrap();
+        assert_eq!(
+            found.iter().map(|m| m.text.as_str()).collect::<Vec<_>>(),
+            ["deploy with the blue script"],
+            "{query}"
+        );
+    }
+    assert_eq!(theirs.search("deploy", 10).unwrap().len(), 10);
+    assert!(theirs.search("blue", 10).unwrap().is_empty());
+}
