@@ -26,6 +26,9 @@ mod history_checker;
 /// Hooks on real `sh` processes: PreToolUse vetoes (exit code, JSON, timeout), PostToolUse notes,
 /// matchers, prompt, session and stop events.
 mod hooks;
+/// A hostile model server against the real binary: huge bodies and arguments, a trickled
+/// stream, bounded memory; a base URL without /v1 and HTML error pages.
+mod hostile_model;
 /// The config wiring and `nanohermes mcp` through the real binary: trust, --mcp quoting,
 /// add/list/get/call/remove, no process left.
 mod mcp_cli;
