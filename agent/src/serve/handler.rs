@@ -136,7 +136,7 @@ impl AgentServer {
         // 2025-11-25 that declare it anyway, as the MCP Inspector CLI does,
         // expect a result, not a handle.
         let how = approval::host_answers(&ctx);
-        let as_task = matches!(how, HostAnswers::InputRequired)
+        let as_task = approval::is_modern(&ctx)
             && ctx
                 .client_capabilities()
                 .is_some_and(|caps| caps.supports_tasks());

@@ -42,6 +42,8 @@ struct Host {
     asked: Arc<Mutex<Vec<String>>>,
     answer: ElicitationAction,
     tasks: bool,
+    /// Whether the host declares elicitation (it answers either way).
+    elicitation: bool,
 }
 
 impl Host {
@@ -51,6 +53,7 @@ impl Host {
             asked: Arc::default(),
             answer: ElicitationAction::Decline,
             tasks: false,
+            elicitation: true,
         }
     }
 
@@ -84,7 +87,11 @@ impl ClientHandler for Host {
     }
 
     fn get_info(&self) -> ClientConfig {
-        let mut capabilities = ClientCapabilities::builder().enable_elicitation().build();
+        let mut capabilities = if self.elicitation {
+            ClientCapabilities::builder().enable_elicitation().build()
+        } else {
+            ClientCapabilities::default()
+        };
         if self.tasks {
             capabilities.extensions = ClientCapabilities::builder()
                 .enable_tasks()
@@ -575,7 +582,15 @@ async fn an_approval_is_asked_of_the_host_in_each_era_and_its_answer_is_honoured
             assert_eq!(output(&result)["status"], "completed", "{era:?} {answer:?}");
             let asked = host.asked.lock().unwrap().clone();
             assert_eq!(asked.len(), 1, "{era:?} {answer:?}: {asked:?}");
-            assert!(asked[0].contains("run_command"), "{}", asked[0]);
+            // Written for a host's dialog, not the terminal's prompt.
+            assert!(
+                asked[0].starts_with(
+                    "The NanoHermes agent working on your task wants to call the tool `run_command` with these arguments:\n{\"command\":\"echo approved-ran\"}\nAccept to run this one call"
+                ),
+                "{}",
+                asked[0]
+            );
+            assert!(!asked[0].contains("[y]es"), "{}", asked[0]);
             let requests = setup.mock.requests();
             let tool_result = requests[1].messages().last().unwrap()["content"]
                 .as_str()
@@ -595,6 +610,41 @@ async fn an_approval_is_asked_of_the_host_in_each_era_and_its_answer_is_honoured
             assert_requests_valid(&requests);
             let _ = client.cancel().await;
         }
+    }
+}
+
+#[tokio::test]
+async fn a_host_that_declared_no_elicitation_is_never_asked_and_the_call_is_denied() {
+    // The Python SDK without an elicitation callback fails the whole call
+    // with "Elicitation not supported" when it is asked anyway.
+    for era in [Era::Legacy, Era::Modern] {
+        let setup = Setup::new(vec![
+            tool_calls(&[call(
+                "c1",
+                "run_command",
+                json!({"command": "echo should-not-run > ran.txt"}),
+            )])
+            .into(),
+            text(&["finished"]).into(),
+        ])
+        .await;
+        let host = Host {
+            answer: ElicitationAction::Accept,
+            elicitation: false,
+            ..Host::new()
+        };
+        let (client, _) = setup.connect(era, host.clone(), "default").await;
+        let result = ask(&client, run_task(json!({"task": "run it"}))).await;
+        assert_eq!(output(&result)["status"], "completed", "{era:?}");
+        assert!(host.asked.lock().unwrap().is_empty(), "{era:?}: asked");
+        let requests = setup.mock.requests();
+        assert_eq!(
+            requests[1].messages().last().unwrap()["content"],
+            "Command denied by the user. Do not retry it; ask what to do instead.",
+            "{era:?}"
+        );
+        assert!(!setup.root().join("ran.txt").exists());
+        let _ = client.cancel().await;
     }
 }
 
