@@ -189,7 +189,14 @@ impl AgentServer {
             }
         };
         let claim = SessionClaim::take(&self.0, &session).map_err(fail)?;
-        let runtime = self.0.workspaces.runtime(&workspace).await.map_err(fail)?;
+        // A host that gives up on a task whose workspace is still being
+        // set up (its servers starting) gets its request back.
+        let runtime = tokio::select! {
+            runtime = self.0.workspaces.runtime(&workspace) => runtime.map_err(fail)?,
+            () = ctx.ct.cancelled() => {
+                return Err(fail("cancelled while the workspace was being set up".into()));
+            }
+        };
         // An agent that mounts itself stops here, max_agent_depth down.
         let hub = &runtime.config.hub;
         if let Some(reason) = crate::hub::depth_refusal(hub.agent_depth, hub.max_agent_depth) {

@@ -65,6 +65,9 @@ mod sandbox_probe;
 /// `nanohermes serve` mounted by an rmcp client: run_task, progress, cancellation, sessions,
 /// tasks, approvals in both eras, HTTP, and one NanoHermes using another.
 mod serve;
+/// `serve` under pressure: a task's mode only narrows, a hung workspace stalls no other root,
+/// SIGTERM ends the server within a bound.
+mod serve_bounds;
 /// Session files through the real loop: appended per step, written again after compaction,
 /// /undo and /reset, cut at any byte, version 1 converted, damage set aside.
 mod sessions;

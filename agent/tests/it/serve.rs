@@ -26,10 +26,10 @@ use crate::support::history::{assert_history_valid, assert_requests_valid};
 use crate::support::mock_model::{MockModel, Step, call, text, tool_calls};
 
 /// A deadlock guard, not a speed claim.
-const HANG_GUARD: Duration = Duration::from_secs(60);
+pub(crate) const HANG_GUARD: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Era {
+pub(crate) enum Era {
     Legacy,
     Modern,
 }
@@ -37,17 +37,17 @@ enum Era {
 /// The host: records progress and approval questions, answers them with
 /// `answer`, and declares the tasks extension when `tasks` is set.
 #[derive(Clone)]
-struct Host {
-    progress: Arc<Mutex<Vec<(f64, String)>>>,
-    asked: Arc<Mutex<Vec<String>>>,
-    answer: ElicitationAction,
-    tasks: bool,
+pub(crate) struct Host {
+    pub(crate) progress: Arc<Mutex<Vec<(f64, String)>>>,
+    pub(crate) asked: Arc<Mutex<Vec<String>>>,
+    pub(crate) answer: ElicitationAction,
+    pub(crate) tasks: bool,
     /// Whether the host declares elicitation (it answers either way).
-    elicitation: bool,
+    pub(crate) elicitation: bool,
 }
 
 impl Host {
-    fn new() -> Host {
+    pub(crate) fn new() -> Host {
         Host {
             progress: Arc::default(),
             asked: Arc::default(),
@@ -103,14 +103,14 @@ impl ClientHandler for Host {
 }
 
 /// A workspace, a NANOHERMES_HOME and the scripted model, for one test.
-struct Setup {
-    root: tempfile::TempDir,
-    home: tempfile::TempDir,
-    mock: MockModel,
+pub(crate) struct Setup {
+    pub(crate) root: tempfile::TempDir,
+    pub(crate) home: tempfile::TempDir,
+    pub(crate) mock: MockModel,
 }
 
 impl Setup {
-    async fn new(script: Vec<Step>) -> Setup {
+    pub(crate) async fn new(script: Vec<Step>) -> Setup {
         let root = tempfile::tempdir().unwrap();
         std::fs::write(root.path().join("a.txt"), "alpha\n").unwrap();
         Setup {
@@ -120,12 +120,12 @@ impl Setup {
         }
     }
 
-    fn root(&self) -> PathBuf {
+    pub(crate) fn root(&self) -> PathBuf {
         self.root.path().canonicalize().unwrap()
     }
 
     /// `nanohermes serve --root ROOT` with the model environment.
-    fn command(&self, mode: &str, extra: &[(&str, &str)]) -> tokio::process::Command {
+    pub(crate) fn command(&self, mode: &str, extra: &[(&str, &str)]) -> tokio::process::Command {
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"));
         command
             .arg("serve")
@@ -145,7 +145,7 @@ impl Setup {
 
     /// Starts the server and connects `host` in `era`; also returns the
     /// server's pid.
-    async fn connect(
+    pub(crate) async fn connect(
         &self,
         era: Era,
         host: Host,
@@ -210,7 +210,7 @@ fn assert_session_valid(history: &[Value]) {
     assert_history_valid(&messages);
 }
 
-fn run_task(arguments: Value) -> CallToolRequestParams {
+pub(crate) fn run_task(arguments: Value) -> CallToolRequestParams {
     let Value::Object(arguments) = arguments else {
         panic!("arguments must be an object")
     };
@@ -218,7 +218,7 @@ fn run_task(arguments: Value) -> CallToolRequestParams {
 }
 
 /// The structured output of a `run_task` result.
-fn output(result: &CallToolResult) -> Map<String, Value> {
+pub(crate) fn output(result: &CallToolResult) -> Map<String, Value> {
     result
         .structured_content
         .as_ref()
@@ -235,7 +235,7 @@ fn text_of(result: &CallToolResult) -> String {
         .collect()
 }
 
-async fn ask(
+pub(crate) async fn ask(
     client: &RunningService<RoleClient, Host>,
     params: CallToolRequestParams,
 ) -> CallToolResult {
@@ -247,7 +247,7 @@ async fn ask(
 
 /// Waits until `condition` holds (checked every 20 ms), or panics after
 /// the hang guard.
-async fn until(what: &str, mut condition: impl FnMut() -> bool) {
+pub(crate) async fn until(what: &str, mut condition: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + HANG_GUARD;
     while !condition() {
         assert!(
