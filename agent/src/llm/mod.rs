@@ -275,6 +275,12 @@ impl Client {
                     limit: read::MAX_BODY,
                 });
             }
+            if !read::within_values(&body.bytes) {
+                return Err(LlmError::Decode(format!(
+                    "the body holds more than {} JSON values, far more than an answer has; it was not parsed (check the server)",
+                    read::MAX_VALUES
+                )));
+            }
             return read_whole(&body.bytes, model, echo);
         }
         let mut decoder = SseDecoder::default();

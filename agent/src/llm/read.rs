@@ -11,11 +11,19 @@
 //!   [`super::Client`]), so a server trickling a byte at a time cannot hold
 //!   the turn open.
 //!
+//! - JSON is counted before it is parsed into a tree ([`within_values`]): a
+//!   parsed value costs 32 bytes or more, so 16 MiB of `0,0,0,…` would
+//!   become hundreds of megabytes. A body (or a long stream line) with more
+//!   than [`MAX_VALUES`] values is refused unparsed.
+//!
 //! One tool call's arguments are capped where they accumulate
 //! ([`super::turn::MAX_ARGUMENTS`]).
 
+use std::cell::Cell;
+use std::fmt;
 use std::time::Duration;
 
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use tokio::time::Instant;
 
 use super::LlmError;
@@ -77,5 +85,114 @@ pub(crate) async fn chunk(
         Ok(Ok(piece)) => Ok(piece),
         Ok(Err(e)) => Err(LlmError::Read(super::innermost(&e))),
         Err(_) => Err(LlmError::IdleTimeout { idle }),
+    }
+}
+
+/// The most JSON values (strings, numbers, arrays, objects, …) one whole
+/// response or one stream line may hold. An answer holds a few dozen; a
+/// tool call's arguments sent as an object, a few thousand at most.
+pub const MAX_VALUES: usize = 1 << 18;
+
+/// Whether `text` is JSON of at most [`MAX_VALUES`] values, counted
+/// without building anything (keys and strings are not copied). Invalid
+/// JSON passes: the real parse reports it.
+pub fn within_values(text: &[u8]) -> bool {
+    let left = Cell::new(MAX_VALUES);
+    let mut deserializer = serde_json::Deserializer::from_slice(text);
+    match Count(&left).deserialize(&mut deserializer) {
+        Ok(()) => true,
+        Err(e) => !e.to_string().starts_with(OVER),
+    }
+}
+
+const OVER: &str = "more JSON values than";
+
+/// Counts one value and everything inside it against the budget.
+#[derive(Clone, Copy)]
+struct Count<'a>(&'a Cell<usize>);
+
+impl Count<'_> {
+    fn spend<E: de::Error>(self) -> Result<(), E> {
+        match self.0.get().checked_sub(1) {
+            Some(left) => {
+                self.0.set(left);
+                Ok(())
+            }
+            None => Err(E::custom(format!("{OVER} {MAX_VALUES}"))),
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Count<'_> {
+    type Value = ();
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Count<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        self.spend()
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        self.spend()
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        self.spend()
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        self.spend()
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+        self.spend()
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.spend()
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.spend()?;
+        while seq.next_element_seed(self)?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        self.spend()?;
+        while map.next_key::<IgnoredAny>()?.is_some() {
+            map.next_value_seed(self)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_with_more_values_than_the_budget_is_refused_unparsed() {
+        assert!(within_values(
+            br#"{"choices":[{"message":{"content":"hi","tool_calls":[]}}]}"#
+        ));
+        let dense = format!("[{}0]", "0,".repeat(MAX_VALUES));
+        assert!(!within_values(dense.as_bytes()));
+        let exactly = format!("[{}0]", "0,".repeat(MAX_VALUES - 2));
+        assert!(within_values(exactly.as_bytes()));
+        let nested = format!("{{\"a\":[{}{{}}]}}", "{\"k\":1},".repeat(MAX_VALUES / 2));
+        assert!(!within_values(nested.as_bytes()));
+        // Not JSON: left to the real parse, which says what is wrong.
+        assert!(within_values(b"{not json"));
     }
 }

@@ -171,6 +171,32 @@ async fn a_gigabyte_body_is_refused_at_16_mib_with_bounded_memory() {
 }
 
 #[tokio::test]
+async fn a_body_just_under_the_cap_but_dense_with_json_values_is_refused_with_bounded_memory() {
+    // 16 MiB of `,0`: eight million values, each a tree node of 32 bytes
+    // or more once parsed.
+    let (mock, mut served) = hostile(
+        vec![
+            Reply::Hostile(Hostile::DenseJson {
+                bytes: (16 << 20) - 1024,
+            })
+            .into(),
+        ],
+        "stream = false\n",
+    )
+    .await;
+    let started = Instant::now();
+    let text = served.run_task(2, "answer").await;
+    let peak = served.peak_kib();
+    eprintln!(
+        "16 MiB of dense JSON: VmHWM {peak} KiB, {} ms",
+        started.elapsed().as_millis()
+    );
+    assert!(text.contains("JSON values"), "{text}");
+    assert!(peak < PEAK_LIMIT_KIB, "{peak} KiB");
+    assert_eq!(mock.requests().len(), 1);
+}
+
+#[tokio::test]
 async fn half_a_gigabyte_of_arguments_is_refused_without_running_the_call() {
     let (mock, mut served) = hostile(
         vec![

@@ -60,6 +60,10 @@ pub enum Hostile {
     HugeArguments { bytes: u64 },
     /// A stream head, then one byte of a valid frame every `every`, forever.
     Trickle { every: Duration },
+    /// HTTP 200 `application/json`, `bytes` long: a valid completion
+    /// followed by an array of that many `0,` (the most JSON values per
+    /// byte: each costs a parser that builds a tree far more than a byte).
+    DenseJson { bytes: u64 },
 }
 
 /// A reply plus something to do when its request arrives.
@@ -414,6 +418,32 @@ async fn write_hostile(stream: &mut TcpStream, hostile: Hostile) -> std::io::Res
             stream
                 .write_all(format!("data: {last}\n\ndata: {finish}\n\ndata: [DONE]\n\n").as_bytes())
                 .await?;
+        }
+        Hostile::DenseJson { bytes } => {
+            let start =
+                br#"{"choices":[{"message":{"role":"assistant","content":"dense"}}],"x":[0"#;
+            let end = b"]}";
+            stream
+                .write_all(
+                    format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {bytes}\r\nConnection: close\r\n\r\n")
+                        .as_bytes(),
+                )
+                .await?;
+            stream.write_all(start).await?;
+            let zeros = b",0".repeat(PIECE / 2);
+            let mut left = bytes.saturating_sub((start.len() + end.len()) as u64);
+            while left > 0 {
+                // An even count keeps the `,0` pairs whole.
+                let n = (left.min(PIECE as u64) as usize) & !1;
+                if n == 0 {
+                    stream.write_all(b" ").await?;
+                    left -= 1;
+                    continue;
+                }
+                stream.write_all(&zeros[..n]).await?;
+                left -= n as u64;
+            }
+            stream.write_all(end).await?;
         }
         Hostile::Trickle { every } => {
             stream.write_all(SSE_HEAD.as_bytes()).await?;
