@@ -36,6 +36,9 @@ pub enum Reply {
     Json(Value),
     /// Close the connection without answering.
     Drop,
+    /// HTTP 200 `text/event-stream`, each piece written `every` after the
+    /// one before (a slow model, or keep-alives while it thinks).
+    Paced(Vec<Vec<u8>>, Duration),
     /// Any status and content type (an HTML error page from a proxy).
     Page {
         code: u16,
@@ -351,6 +354,19 @@ async fn answer_one(
             stream.write_all(head.as_bytes()).await.is_ok()
         }
         Reply::Drop => false,
+        Reply::Paced(pieces, every) => {
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n";
+            if stream.write_all(head.as_bytes()).await.is_err() {
+                return false;
+            }
+            for piece in pieces {
+                tokio::time::sleep(every).await;
+                if stream.write_all(&piece).await.is_err() || stream.flush().await.is_err() {
+                    return false;
+                }
+            }
+            false
+        }
         Reply::Page {
             code,
             content_type,
