@@ -173,7 +173,9 @@ impl AgentServer {
             };
         let store = SessionStore::of(&workspace);
         let (session, earlier) = match &args.session_id {
-            Some(id) => match store.load(id).map_err(fail)? {
+            // On the blocking pool: a session file a repository planted as
+            // a FIFO must not hold a runtime worker.
+            Some(id) => match load_session(&store, id).await.map_err(fail)? {
                 Some(file) => (id.clone(), file),
                 None => {
                     return Err(fail(format!(
@@ -431,6 +433,14 @@ impl AgentServer {
             (opened == key.as_bytes()).then(|| key.clone())
         })
     }
+}
+
+/// [`SessionStore::load`] off the runtime's workers.
+async fn load_session(store: &SessionStore, id: &str) -> Result<Option<SessionFile>, String> {
+    let (store, id) = (store.clone(), id.to_owned());
+    tokio::task::spawn_blocking(move || store.load(&id))
+        .await
+        .map_err(|e| format!("reading the session failed: {e}"))?
 }
 
 /// The input requests of one approval question.

@@ -95,8 +95,7 @@ async fn a_debug_task_under_a_goal_server_writes_neither_the_workspace_nor_tmp()
 }
 
 #[tokio::test]
-async fn a_workspace_whose_setup_hangs_never_stalls_a_task_on_another_root_and_sigterm_still_ends_the_server()
- {
+async fn hung_workspaces_and_sessions_never_stall_another_task_and_sigterm_still_ends_the_server() {
     let setup = Setup::new(vec![text(&["good root answered"]).into()]).await;
     // Project guidance that is a FIFO nobody writes: reading it blocks
     // (until guidance is opened non-blocking; the isolation must not
@@ -139,6 +138,17 @@ async fn a_workspace_whose_setup_hangs_never_stalls_a_task_on_another_root_and_s
             .await
         }));
     }
+    // Session files a repository planted as FIFOs, in the good root itself.
+    let sessions = setup.root().join(".nanohermes/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    for id in ["planted-a", "planted-b"] {
+        mkfifo(&sessions.join(format!("{id}.json")));
+        let peer = client.peer().clone();
+        stuck.push(tokio::spawn(async move {
+            peer.call_tool(run_task(json!({"task": "resume", "session_id": id})))
+                .await
+        }));
+    }
     // Let the bad setups start (and block) first.
     tokio::time::sleep(Duration::from_millis(500)).await;
 
@@ -152,7 +162,7 @@ async fn a_workspace_whose_setup_hangs_never_stalls_a_task_on_another_root_and_s
     .unwrap();
     assert_eq!(output(&result)["final_text"], "good root answered");
     eprintln!(
-        "the good root answered in {} ms beside three hung workspaces",
+        "the good root answered in {} ms beside three hung workspaces and two hung sessions",
         started.elapsed().as_millis()
     );
     for task in &stuck {
