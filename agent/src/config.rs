@@ -305,6 +305,10 @@ impl Config {
                 .retry_base_ms
                 .map_or(defaults.base_delay, Duration::from_millis),
         };
+        if let Some(ms) = settings.stream_idle_timeout_ms {
+            // Zero would fail every request at once.
+            model.stream_idle_timeout = Duration::from_millis(ms.max(1));
+        }
 
         let agent = AgentConfig {
             max_iterations: settings

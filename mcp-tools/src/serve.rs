@@ -269,13 +269,13 @@ where
     let config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
         .with_cancellation_token(ct.child_token());
-    let service = StreamableHttpService::new(
-        move || Ok(handler.clone()),
-        LocalSessionManager::default().into(),
-        config,
-    );
+    let sessions = std::sync::Arc::new(LocalSessionManager::default());
+    let service = StreamableHttpService::new(move || Ok(handler.clone()), sessions.clone(), config);
     let needs_token = policy.requires_token();
-    let router = policy.layer(axum::Router::new().nest_service("/mcp", service));
+    let router = policy.layer(crate::http::session::layer(
+        axum::Router::new().nest_service("/mcp", service),
+        sessions,
+    ));
     let addr = listener.local_addr()?;
     tracing::info!(needs_token, "{name} serving MCP at http://{addr}/mcp");
     // The first stderr line; tests and scripts read the port from it. Not

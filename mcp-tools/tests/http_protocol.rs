@@ -142,3 +142,71 @@ async fn a_modern_request_for_a_method_not_served_is_404_and_minus_32601_naming_
         assert!(message.contains(method), "{method}: {message}");
     }
 }
+
+/// Sends `request` as it is and returns the response head (status line and
+/// headers), lower-cased header names.
+async fn head_of(addr: std::net::SocketAddr, request: String) -> (u16, Vec<(String, String)>) {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    let head = tokio::time::timeout(Duration::from_secs(30), async {
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = stream.read(&mut buf).await.unwrap();
+            raw.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&raw).into_owned();
+            if let Some((head, _)) = text.split_once("\r\n\r\n") {
+                return head.to_owned();
+            }
+            assert!(n > 0, "the connection closed before a head: {text}");
+        }
+    })
+    .await
+    .expect("a head within 30 s");
+    let mut lines = head.split("\r\n");
+    let status = lines.next().unwrap()[9..12].parse().unwrap();
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    (status, headers)
+}
+
+fn delete(addr: std::net::SocketAddr, session: &str) -> String {
+    format!(
+        "DELETE /mcp HTTP/1.1\r\nHost: {addr}\r\nMcp-Session-Id: {session}\r\n\
+         MCP-Protocol-Version: 2025-06-18\r\nConnection: close\r\n\r\n"
+    )
+}
+
+#[tokio::test]
+async fn a_session_delete_is_200_for_a_live_session_and_404_for_an_unknown_or_ended_one() {
+    // The Python SDK logs "Session termination failed: 202" for anything
+    // but 200 or 204; the spec answers an unknown session with 404.
+    let addr = serve().await;
+    let body = initialize("2025-06-18").to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nConnection: close\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let (status, headers) = head_of(addr, request).await;
+    assert_eq!(status, 200);
+    let session = headers
+        .iter()
+        .find(|(n, _)| n == "mcp-session-id")
+        .map(|(_, v)| v.clone())
+        .expect("a session id");
+
+    let (status, _) = head_of(addr, delete(addr, &session)).await;
+    assert_eq!(status, 200, "a live session ends with 200");
+    let (status, _) = head_of(addr, delete(addr, &session)).await;
+    assert_eq!(status, 404, "an ended session is not found");
+    let (status, _) = head_of(addr, delete(addr, "no-such-session")).await;
+    assert_eq!(status, 404, "an unknown session is not found");
+    // Without a session id the request is malformed, not a termination.
+    let request = format!("DELETE /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    let (status, _) = head_of(addr, request).await;
+    assert_eq!(status, 400);
+}

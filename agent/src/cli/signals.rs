@@ -38,20 +38,46 @@ pub fn watch_ctrl_c(interrupt: Interrupt) {
 
 /// SIGTERM or SIGHUP: end every process the agent started, then exit with
 /// 128 + the signal's number, as a shell reports it.
+///
+/// Watched on a thread of its own with its own small runtime: were the
+/// watcher a task of the main runtime, a worker stuck in a blocking read
+/// (a FIFO in a workspace, a hung mount) could keep it from ever running,
+/// and the signal would be ignored.
 pub fn watch_terminate() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        for (kind, number) in [(SignalKind::terminate(), 15), (SignalKind::hangup(), 1)] {
-            let Ok(mut signals) = signal(kind) else {
-                continue;
-            };
-            tokio::spawn(async move {
-                if signals.recv().await.is_some() {
+        let (ready, registered) = std::sync::mpsc::channel();
+        let watcher = std::thread::Builder::new()
+            .name("nanohermes-signals".into())
+            .spawn(move || {
+                let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                    .enable_io()
+                    .build()
+                else {
+                    let _ = ready.send(());
+                    return;
+                };
+                runtime.block_on(async move {
+                    let terminate = signal(SignalKind::terminate());
+                    let hangup = signal(SignalKind::hangup());
+                    // Registered: the default action no longer applies.
+                    let _ = ready.send(());
+                    let (Ok(mut terminate), Ok(mut hangup)) = (terminate, hangup) else {
+                        return;
+                    };
+                    let number = tokio::select! {
+                        _ = terminate.recv() => 15,
+                        _ = hangup.recv() => 1,
+                    };
                     mcp_tools::spawn::kill_all_spawned();
                     std::process::exit(128 + number);
-                }
+                });
             });
+        if watcher.is_ok() {
+            // A signal that comes right after start-up is not lost to the
+            // default action before the handlers are in place.
+            let _ = registered.recv();
         }
     }
 }

@@ -49,6 +49,17 @@ pub enum LlmError {
     Incomplete,
     /// The response could not be understood.
     Decode(String),
+    /// Nothing arrived for the idle timeout: no event of a stream, no byte
+    /// of another response. Retried like a broken stream.
+    IdleTimeout {
+        /// The configured `stream_idle_timeout_ms`.
+        idle: Duration,
+    },
+    /// The response passed `limit` bytes; the rest was not read.
+    TooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
 }
 
 impl LlmError {
@@ -57,14 +68,17 @@ impl LlmError {
     /// says the failure is transient (see [`stream_error_is_retryable`]).
     pub fn is_retryable(&self) -> bool {
         match self {
-            LlmError::Connect { .. } | LlmError::Read(_) | LlmError::Incomplete => true,
+            LlmError::Connect { .. }
+            | LlmError::Read(_)
+            | LlmError::Incomplete
+            | LlmError::IdleTimeout { .. } => true,
             LlmError::Status { status, .. } => is_retryable_status(*status),
             LlmError::Stream {
                 code,
                 kind,
                 message,
             } => stream_error_is_retryable(code.as_deref(), kind.as_deref(), message),
-            LlmError::Decode(_) => false,
+            LlmError::Decode(_) | LlmError::TooLarge { .. } => false,
         }
     }
 
@@ -162,9 +176,10 @@ impl LlmError {
             return false;
         };
         let lower = message.to_lowercase();
+        // A 404 that does not name a model is a wrong URL (a base URL
+        // without `/v1` gets `404 page not found`), not a missing model.
         code.as_deref() == Some("model_not_found")
-            || (*status == 404
-                && (lower.contains("model") || message.is_empty() || lower.contains("not found")))
+            || (*status == 404 && lower.contains("model"))
             || (*status == 400
                 && lower.contains("model")
                 && (lower.contains("not exist") || lower.contains("not found")))
@@ -199,6 +214,17 @@ impl fmt::Display for LlmError {
             } if self.is_missing_model() => write!(
                 f,
                 "model `{model}` does not exist at {base_url} (HTTP {status}): {} (choose another with --model or NANOHERMES_MODEL)",
+                or_none(message)
+            ),
+            LlmError::Status {
+                status: 404,
+                message,
+                base_url,
+                ..
+            } => write!(
+                f,
+                "the model server answered HTTP 404 (not found) for {}/chat/completions: {} (check OPENAI_BASE_URL: most servers need it to end in /v1, e.g. http://localhost:11434/v1)",
+                base_url.trim_end_matches('/'),
                 or_none(message)
             ),
             LlmError::Status {
@@ -242,6 +268,16 @@ impl fmt::Display for LlmError {
             LlmError::Decode(reason) => {
                 write!(f, "unexpected response from the model server: {reason}")
             }
+            LlmError::IdleTimeout { idle } => write!(
+                f,
+                "the model server sent nothing for {} ms (stream_idle_timeout_ms); it is stuck or overloaded, or the model thinks longer than that (then raise stream_idle_timeout_ms)",
+                idle.as_millis()
+            ),
+            LlmError::TooLarge { limit } => write!(
+                f,
+                "the model server's response passed {} MiB, far more than an answer within max_tokens; it was not read further (check the server)",
+                limit >> 20
+            ),
         }
     }
 }
@@ -257,8 +293,13 @@ fn or_none(message: &str) -> &str {
 }
 
 /// The message and code of an error body: `{"error":{"message","code"}}`,
-/// `{"error":"text"}`, `{"message":…}`, or the first line of plain text.
+/// `{"error":"text"}`, `{"message":…}`, the visible text of an HTML page
+/// (a proxy's error page), or the first line of plain text.
 fn error_message(body: &str) -> (String, Option<String>) {
+    if let Some(text) = super::html::visible_text(body) {
+        let end = mcp_tools::clamp::floor_char_boundary(&text, 300);
+        return (text[..end].to_owned(), None);
+    }
     let one_line = |text: &str| {
         let line = text
             .lines()
@@ -437,12 +478,49 @@ mod tests {
     }
 
     #[test]
-    fn plain_text_bodies_give_their_first_line() {
+    fn plain_text_bodies_give_their_first_line_and_html_its_text() {
+        let error = LlmError::from_status(502, "\nBad gateway\nmore", None, URL, "m");
+        assert_eq!(
+            error.to_string(),
+            "the model server at http://127.0.0.1:9/v1 answered HTTP 502: Bad gateway"
+        );
         let error = LlmError::from_status(502, "\n<html>Bad gateway</html>\nmore", None, URL, "m");
         assert_eq!(
             error.to_string(),
-            "the model server at http://127.0.0.1:9/v1 answered HTTP 502: <html>Bad gateway</html>"
+            "the model server at http://127.0.0.1:9/v1 answered HTTP 502: Bad gateway more"
         );
         assert!(error.is_retryable());
+    }
+
+    #[test]
+    fn a_404_that_names_no_model_points_at_the_base_url() {
+        for body in ["404 page not found", "", r#"{"detail":"Not Found"}"#] {
+            let error = LlmError::from_status(404, body, None, "http://127.0.0.1:9/", "m");
+            let text = error.to_string();
+            assert!(
+                text.starts_with("the model server answered HTTP 404 (not found) for http://127.0.0.1:9/chat/completions"),
+                "{text}"
+            );
+            assert!(
+                text.contains("check OPENAI_BASE_URL: most servers need it to end in /v1"),
+                "{text}"
+            );
+            assert!(!text.contains("does not exist"), "{text}");
+        }
+    }
+
+    #[test]
+    fn idle_timeouts_are_retried_and_oversized_answers_are_not() {
+        let idle = LlmError::IdleTimeout {
+            idle: Duration::from_millis(1500),
+        };
+        assert!(idle.is_retryable());
+        assert!(
+            idle.to_string()
+                .starts_with("the model server sent nothing for 1500 ms (stream_idle_timeout_ms)")
+        );
+        let large = LlmError::TooLarge { limit: 16 << 20 };
+        assert!(!large.is_retryable());
+        assert!(large.to_string().contains("passed 16 MiB"));
     }
 }

@@ -11,17 +11,25 @@
 //!   or CR line ends, a bounded line buffer);
 //! - [`turn`]: text and tool-call accumulation into an [`AssistantTurn`];
 //! - [`retry`]: which failures are retried and how long to wait;
+//! - [`read`]: bounds on what a server can make the agent hold or wait
+//!   for (body cap, idle timeout);
 //!
 //! A stream is complete when `[DONE]` arrives or, for a server that just
 //! closes the connection, when a chunk carried a `finish_reason`. A stream
 //! that ends with neither is an incomplete turn ([`LlmError::Incomplete`]),
 //! retried like a broken connection: a half-received tool call is never
-//! handed to the loop as if it were whole.
+//! handed to the loop as if it were whole. A stream that sends no event
+//! for `stream_idle_timeout_ms` ([`LlmError::IdleTimeout`]) is retried the
+//! same way. A tool call whose arguments pass [`turn::MAX_ARGUMENTS`] ends
+//! the reading: the turn is taken as received, and that call is refused
+//! with an `ERROR:` result instead of being run.
 //! - [`error`]: [`LlmError`], one line per failure for the terminal.
 
 pub mod body;
 mod echo;
 pub mod error;
+mod html;
+pub mod read;
 pub mod retry;
 pub mod sse;
 pub mod turn;
@@ -61,11 +69,15 @@ pub struct ModelSettings {
     pub body: BodyOptions,
     /// Retries and backoff.
     pub retry: RetryPolicy,
+    /// The longest wait for the next event of a stream (or the next read of
+    /// any response) before the attempt fails as [`LlmError::IdleTimeout`].
+    pub stream_idle_timeout: Duration,
 }
 
 impl ModelSettings {
     /// Settings with the article's defaults: temperature 0, 4096 tokens,
-    /// streaming, no thinking, two retries from 500 ms, no fallback.
+    /// streaming, no thinking, two retries from 500 ms, no fallback, a
+    /// 300 s idle timeout.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
         ModelSettings {
             base_url: base_url.into(),
@@ -79,6 +91,7 @@ impl ModelSettings {
                 thinking: false,
             },
             retry: RetryPolicy::default(),
+            stream_idle_timeout: read::DEFAULT_STREAM_IDLE_TIMEOUT,
         }
     }
 }
@@ -123,7 +136,9 @@ impl Client {
     pub fn new(settings: ModelSettings) -> Result<Client, LlmError> {
         let mut builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
-            .read_timeout(Duration::from_secs(300));
+            // Waiting for the response head; reads of the body have their
+            // own timer, restarted per event.
+            .read_timeout(settings.stream_idle_timeout);
         if settings.base_url.starts_with("http://") {
             // A local model server: no TLS, so no root store. Loading the
             // system's certificates (rustls-platform-verifier reads every
@@ -230,6 +245,7 @@ impl Client {
             base_url: base_url.clone(),
             reason: innermost(&e),
         })?;
+        let idle = self.settings.stream_idle_timeout;
         let status = response.status().as_u16();
         if !response.status().is_success() {
             let retry_after = response
@@ -237,7 +253,12 @@ impl Client {
                 .get(RETRY_AFTER)
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| retry::parse_retry_after(v, SystemTime::now()));
-            let text = response.text().await.unwrap_or_default();
+            // Only the start of an error body is shown: a huge one is not read.
+            let body = read::body(&mut response, read::MAX_ERROR_BODY, idle)
+                .await
+                .map(|capped| capped.bytes)
+                .unwrap_or_default();
+            let text = String::from_utf8_lossy(&body);
             return Err(LlmError::from_status(
                 status,
                 &text,
@@ -246,36 +267,54 @@ impl Client {
                 model,
             ));
         }
-        let is_json = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.contains("application/json"));
+        let is_json = content_type(&response).contains("application/json");
         if !self.settings.body.stream || is_json {
-            let bytes = response
-                .bytes()
-                .await
-                .map_err(|e| LlmError::Read(innermost(&e)))?;
-            return read_whole(&bytes, model, echo);
+            let body = read::body(&mut response, read::MAX_BODY, idle).await?;
+            if body.over {
+                return Err(LlmError::TooLarge {
+                    limit: read::MAX_BODY,
+                });
+            }
+            if !read::within_values(&body.bytes) {
+                return Err(LlmError::Decode(format!(
+                    "the body holds more than {} JSON values, far more than an answer has; it was not parsed (check the server)",
+                    read::MAX_VALUES
+                )));
+            }
+            return read_whole(&body.bytes, model, echo);
         }
         let mut decoder = SseDecoder::default();
         let mut builder = TurnBuilder::default();
+        // Restarted by each event, not by each byte: comments, keep-alives
+        // and a line trickled a byte at a time do not keep a stream alive.
+        let mut deadline = tokio::time::Instant::now() + idle;
         loop {
-            let chunk = response
-                .chunk()
-                .await
-                .map_err(|e| LlmError::Read(innermost(&e)))?;
+            let chunk = read::chunk(&mut response, deadline, idle).await?;
             let frames = match &chunk {
                 Some(bytes) => decoder
                     .push(bytes)
                     .map_err(|e| LlmError::Decode(e.to_string()))?,
                 None => decoder.finish(),
             };
+            if !frames.is_empty() {
+                deadline = tokio::time::Instant::now() + idle;
+            }
             for frame in frames {
                 match frame {
                     Frame::Data(value) => {
                         if let Some(text) = builder.apply(&value) {
                             echo.text(text);
+                        }
+                        if builder.arguments_over_limit() {
+                            // Reading on would only burn time on arguments
+                            // that are refused anyway; the call gets an
+                            // `ERROR:` result. The connection is dropped.
+                            return Ok(builder.finish(model));
+                        }
+                        if builder.size() > read::MAX_BODY {
+                            return Err(LlmError::TooLarge {
+                                limit: read::MAX_BODY,
+                            });
                         }
                     }
                     Frame::Done => return Ok(builder.finish(model)),
@@ -310,6 +349,15 @@ fn read_whole(bytes: &[u8], model: &str, echo: &mut Echo<'_>) -> Result<Assistan
         echo.text(&turn.content);
     }
     Ok(turn)
+}
+
+/// The response's `Content-Type`, or "" without one.
+fn content_type(response: &reqwest::Response) -> &str {
+    response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
 }
 
 /// The innermost cause of an error chain: "Connection refused (os error 111)"

@@ -133,7 +133,12 @@ impl SseDecoder {
         if let Some(mut pending) = self.pending.take() {
             pending.push('\n');
             pending.push_str(data);
-            if let Ok(value) = serde_json::from_str::<Value>(&pending) {
+            let countable =
+                pending.len() <= COUNT_ABOVE || super::read::within_values(pending.as_bytes());
+            let parsed = countable
+                .then(|| serde_json::from_str::<Value>(&pending).ok())
+                .flatten();
+            if let Some(value) = parsed {
                 frames.push(classify(value));
                 return;
             }
@@ -147,12 +152,22 @@ impl SseDecoder {
             frames.push(Frame::Done);
             return;
         }
+        // A long line is counted before it is parsed into a tree: a line
+        // of `0,0,0,…` would cost far more memory than its bytes. One with
+        // more values than any frame has is dropped like garbage.
+        if data.len() > COUNT_ABOVE && !super::read::within_values(data.as_bytes()) {
+            return;
+        }
         match serde_json::from_str::<Value>(data) {
             Ok(value) => frames.push(classify(value)),
             Err(_) => self.pending = Some(data.to_owned()),
         }
     }
 }
+
+/// Lines longer than this are counted ([`super::read::within_values`])
+/// before they are parsed; shorter ones cannot hold many values.
+const COUNT_ABOVE: usize = 64 << 10;
 
 /// Unparsable data kept waiting for a continuation line is dropped past this size.
 const MAX_PENDING: usize = 1 << 20;

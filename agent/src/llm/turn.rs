@@ -8,11 +8,22 @@
 //! `index`: then a delta with an id not seen in this turn starts a new
 //! call, and one without an id continues the last call.
 //!
+//! One call's argument text is kept up to [`MAX_ARGUMENTS`] bytes (and one
+//! character more, so that its length says it went over): a server that
+//! streams hundreds of megabytes of arguments costs the agent one
+//! megabyte. [`parse_arguments`] refuses such a call, so it is never run,
+//! the model reads an `ERROR:` result and the history keeps `{}`.
+//!
 //! Ids are not invented here: a call the server sent without an id keeps
 //! an empty one, and the agent, which owns the session, names it (unique
 //! in the whole session, not only in this turn).
 
 use serde_json::{Map, Value};
+
+/// The most argument text one tool call may send, in bytes: 1 MiB. A
+/// file written in one call is rarely a tenth of that, and a model that
+/// writes more is better told to split it than kept waiting on.
+pub const MAX_ARGUMENTS: usize = 1 << 20;
 
 /// A tool call the model asked for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -34,8 +45,14 @@ impl ToolCall {
     }
 }
 
-/// See [`ToolCall::parse_arguments`].
+/// See [`ToolCall::parse_arguments`]. Text longer than [`MAX_ARGUMENTS`]
+/// is refused whatever it holds: it was cut where it passed the limit.
 pub fn parse_arguments(text: &str) -> Result<Map<String, Value>, String> {
+    if text.len() > MAX_ARGUMENTS {
+        return Err(format!(
+            "the arguments are longer than {MAX_ARGUMENTS} bytes (1 MiB), the most one call may send, and were not read past that; write large content in several smaller calls"
+        ));
+    }
     if text.trim().is_empty() {
         return Ok(Map::new());
     }
@@ -123,6 +140,17 @@ impl TurnBuilder {
     /// The text received so far.
     pub fn content(&self) -> &str {
         &self.content
+    }
+
+    /// Whether a call's arguments passed [`MAX_ARGUMENTS`]: reading on
+    /// cannot make that call valid.
+    pub fn arguments_over_limit(&self) -> bool {
+        self.calls.iter().any(|c| c.arguments.len() > MAX_ARGUMENTS)
+    }
+
+    /// The bytes of text and arguments held so far.
+    pub fn size(&self) -> usize {
+        self.content.len() + self.calls.iter().map(|c| c.arguments.len()).sum::<usize>()
     }
 
     /// The finish reason, once a chunk carried one.
@@ -215,12 +243,32 @@ pub fn accumulate_tool_calls(deltas: Option<&Value>, slots: &mut Vec<ToolCall>) 
             name.clone_into(&mut slot.name);
         }
         match function.get("arguments") {
-            Some(Value::String(piece)) => slot.arguments.push_str(piece),
+            Some(Value::String(piece)) => append_capped(&mut slot.arguments, piece),
             // Some servers send the arguments as an object rather than a string.
-            Some(object @ Value::Object(_)) => slot.arguments.push_str(&object.to_string()),
+            Some(object @ Value::Object(_)) => {
+                append_capped(&mut slot.arguments, &object.to_string());
+            }
             _ => {}
         }
     }
+}
+
+/// Appends `piece` while `arguments` is within [`MAX_ARGUMENTS`]; the piece
+/// that crosses it is kept up to one character past the limit, and later
+/// pieces are dropped.
+fn append_capped(arguments: &mut String, piece: &str) {
+    let Some(room) = MAX_ARGUMENTS.checked_sub(arguments.len()) else {
+        return;
+    };
+    if piece.len() <= room {
+        arguments.push_str(piece);
+        return;
+    }
+    let mut end = room + 1;
+    while !piece.is_char_boundary(end) {
+        end += 1;
+    }
+    arguments.push_str(&piece[..end]);
 }
 
 /// The slot of a delta that has no `index`: the call with the same id; a
@@ -412,6 +460,33 @@ mod tests {
                 .unwrap_err()
                 .contains("trailing")
         );
+    }
+
+    #[test]
+    fn arguments_past_the_limit_are_kept_one_character_over_and_refused() {
+        let mut builder = TurnBuilder::default();
+        builder.apply(&chunk_with_calls(
+            json!([{"index":0,"id":"a","function":{"name":"write_file","arguments":"{\"content\":\""}}]),
+        ));
+        let piece = "é".repeat(40_000);
+        for _ in 0..20 {
+            builder.apply(&chunk_with_calls(
+                json!([{"index":0,"function":{"arguments":piece}}]),
+            ));
+        }
+        assert!(builder.arguments_over_limit());
+        let call = &builder.finish("m").tool_calls[0];
+        assert!(call.arguments.len() > MAX_ARGUMENTS);
+        assert!(call.arguments.len() <= MAX_ARGUMENTS + 4);
+        assert!(
+            call.parse_arguments()
+                .unwrap_err()
+                .starts_with("the arguments are longer than 1048576 bytes (1 MiB)")
+        );
+        // Exactly at the limit is still read.
+        let text = format!("{{\"a\":\"{}\"}}", "x".repeat(MAX_ARGUMENTS - 8));
+        assert_eq!(text.len(), MAX_ARGUMENTS);
+        assert!(parse_arguments(&text).is_ok());
     }
 
     #[test]

@@ -49,8 +49,9 @@ pub trait Prompter: Send + Sync {
 /// Something that asks without holding a thread while it waits: an MCP
 /// host answering `elicitation/create`, or an input-required round trip.
 pub trait AsyncPrompter: Send + Sync {
-    /// Asks about the call to `tool`; `question` is the whole text to show.
-    fn ask(&self, tool: &str, question: &str) -> futures::future::BoxFuture<'static, Answer>;
+    /// Asks about the call to `tool` with `arguments` (the model's raw
+    /// text, unclamped); the prompter words the question for its host.
+    fn ask(&self, tool: &str, arguments: &str) -> futures::future::BoxFuture<'static, Answer>;
 }
 
 /// Who answers: a blocking prompter runs on the blocking pool.
@@ -158,7 +159,7 @@ impl Approvals {
                     .await
                     .unwrap_or(Answer::No)
             }
-            Asker::Async(prompter) => prompter.ask(name, &question).await,
+            Asker::Async(prompter) => prompter.ask(name, arguments).await,
         };
         match answer {
             Answer::Yes => true,

@@ -11,8 +11,16 @@
 //!   the host's retry carries the answer in, and the run goes on
 //!   ([`super::handler`]). A task shows the same question as its
 //!   `input_required` status, answered with `tasks/update`.
+//!   Only when the request declares elicitation in its client
+//!   capabilities: a host that cannot show the form (the Python SDK
+//!   without an elicitation callback fails the whole call with
+//!   `Elicitation not supported`) is never asked.
 //! - Anyone else: nobody can answer, so the call is denied with
 //!   [`crate::policy::approval::DENIED`].
+//!
+//! The question is written for a host's dialog ([`host_question`]): the
+//! tool, its arguments (clamped) and what approving does; not the
+//! terminal's `Allow? [y]es / [n]o / [a]lways`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +35,24 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::policy::approval::{Answer, Approvals, AsyncPrompter};
+
+/// How much of a call's arguments a question shows.
+const SHOWN_ARGUMENTS: usize = 600;
+
+/// The question a host shows for a call to `tool` with `arguments`.
+pub fn host_question(tool: &str, arguments: &str) -> String {
+    let arguments = if arguments.trim().is_empty() {
+        "{}"
+    } else {
+        arguments
+    };
+    format!(
+        "The NanoHermes agent working on your task wants to call the tool `{tool}` with these arguments:\n{}\n\
+         Accept to run this one call (with \"always\" checked, every later `{tool}` call of this task runs without asking). \
+         Decline to refuse it: the call does not run and the agent is told it was denied.",
+        mcp_tools::clamp::clamp(arguments, SHOWN_ARGUMENTS)
+    )
+}
 
 /// How long a question waits for the host before the call is denied.
 pub const ANSWER_TIME: Duration = Duration::from_secs(600);
@@ -79,9 +105,9 @@ pub fn answer_of_value(value: &Value) -> Answer {
 struct Elicit(Peer<RoleServer>);
 
 impl AsyncPrompter for Elicit {
-    fn ask(&self, _tool: &str, question: &str) -> BoxFuture<'static, Answer> {
+    fn ask(&self, tool: &str, arguments: &str) -> BoxFuture<'static, Answer> {
         let peer = self.0.clone();
-        let params = request(question);
+        let params = request(&host_question(tool, arguments));
         Box::pin(async move {
             match peer
                 .create_elicitation_with_timeout(params, Some(ANSWER_TIME))
@@ -111,9 +137,9 @@ pub struct Question {
 struct InputRequired(mpsc::Sender<Question>);
 
 impl AsyncPrompter for InputRequired {
-    fn ask(&self, _tool: &str, question: &str) -> BoxFuture<'static, Answer> {
+    fn ask(&self, tool: &str, arguments: &str) -> BoxFuture<'static, Answer> {
         let questions = self.0.clone();
-        let text = question.to_owned();
+        let text = host_question(tool, arguments);
         Box::pin(async move {
             let (answer, answered) = oneshot::channel();
             if questions.send(Question { text, answer }).await.is_err() {
@@ -139,16 +165,28 @@ pub enum HostAnswers {
     Never,
 }
 
-/// What the host of `ctx` can do: 2026-07-28 → input-required (in the
-/// result of a blocking call, or as a task's `input_required` status
-/// answered by `tasks/update`), a legacy client that declared form
-/// elicitation → elicitation.
+/// Whether the request of `ctx` is of the 2026-07-28 era.
+pub fn is_modern(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// What the host of `ctx` can do: a 2026-07-28 request whose client
+/// capabilities declare form elicitation → input-required (in the result
+/// of a blocking call, or as a task's `input_required` status answered by
+/// `tasks/update`); a legacy client that declared form elicitation →
+/// elicitation; anyone else → never (the call is denied without asking).
 pub fn host_answers(ctx: &RequestContext<RoleServer>) -> HostAnswers {
-    let modern = ctx
-        .protocol_version()
-        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
-    if modern {
-        HostAnswers::InputRequired
+    if is_modern(ctx) {
+        let declared = ctx
+            .client_capabilities()
+            .and_then(|caps| caps.elicitation)
+            .is_some_and(|e| e.form.is_some() || e.url.is_none());
+        if declared {
+            HostAnswers::InputRequired
+        } else {
+            HostAnswers::Never
+        }
     } else if ctx
         .peer
         .supported_elicitation_modes()
@@ -213,5 +251,17 @@ mod tests {
         assert_eq!(result(ElicitationAction::Cancel, None), Answer::No);
         assert_eq!(answer_of_value(&json!({"action": "accept"})), Answer::Yes);
         assert_eq!(answer_of_value(&json!("yes")), Answer::No);
+    }
+
+    #[test]
+    fn the_host_question_names_the_tool_its_arguments_and_what_approving_does() {
+        let question = host_question("run_command", r#"{"command":"rm -rf build"}"#);
+        assert!(question.starts_with(
+            "The NanoHermes agent working on your task wants to call the tool `run_command` with these arguments:\n{\"command\":\"rm -rf build\"}\nAccept to run this one call"
+        ));
+        assert!(!question.contains("[y]es"));
+        let long = format!("{{\"content\":\"{}\"}}", "x".repeat(10_000));
+        assert!(host_question("write_file", &long).len() < 1_500);
+        assert!(host_question("list_dir", "").contains("arguments:\n{}\n"));
     }
 }

@@ -136,7 +136,7 @@ impl AgentServer {
         // 2025-11-25 that declare it anyway, as the MCP Inspector CLI does,
         // expect a result, not a handle.
         let how = approval::host_answers(&ctx);
-        let as_task = matches!(how, HostAnswers::InputRequired)
+        let as_task = approval::is_modern(&ctx)
             && ctx
                 .client_capabilities()
                 .is_some_and(|caps| caps.supports_tasks());
@@ -173,7 +173,9 @@ impl AgentServer {
             };
         let store = SessionStore::of(&workspace);
         let (session, earlier) = match &args.session_id {
-            Some(id) => match store.load(id).map_err(fail)? {
+            // On the blocking pool: a session file a repository planted as
+            // a FIFO must not hold a runtime worker.
+            Some(id) => match load_session(&store, id).await.map_err(fail)? {
                 Some(file) => (id.clone(), file),
                 None => {
                     return Err(fail(format!(
@@ -189,7 +191,14 @@ impl AgentServer {
             }
         };
         let claim = SessionClaim::take(&self.0, &session).map_err(fail)?;
-        let runtime = self.0.workspaces.runtime(&workspace).await.map_err(fail)?;
+        // A host that gives up on a task whose workspace is still being
+        // set up (its servers starting) gets its request back.
+        let runtime = tokio::select! {
+            runtime = self.0.workspaces.runtime(&workspace) => runtime.map_err(fail)?,
+            () = ctx.ct.cancelled() => {
+                return Err(fail("cancelled while the workspace was being set up".into()));
+            }
+        };
         // An agent that mounts itself stops here, max_agent_depth down.
         let hub = &runtime.config.hub;
         if let Some(reason) = crate::hub::depth_refusal(hub.agent_depth, hub.max_agent_depth) {
@@ -424,6 +433,14 @@ impl AgentServer {
             (opened == key.as_bytes()).then(|| key.clone())
         })
     }
+}
+
+/// [`SessionStore::load`] off the runtime's workers.
+async fn load_session(store: &SessionStore, id: &str) -> Result<Option<SessionFile>, String> {
+    let (store, id) = (store.clone(), id.to_owned());
+    tokio::task::spawn_blocking(move || store.load(&id))
+        .await
+        .map_err(|e| format!("reading the session failed: {e}"))?
 }
 
 /// The input requests of one approval question.

@@ -3,6 +3,11 @@
 //! included), one hub of tool servers shared by its tasks, one model client.
 //!
 //! A workspace is set up on its first task and kept for the server's life.
+//! Workspaces never wait for each other: each has its own slot, the map of
+//! slots is locked only to find one, and the file reading of a setup
+//! (config layers, `.mcp.json`, guidance) runs on the blocking pool, so a
+//! workspace whose files block (a FIFO, a hung network mount) holds one
+//! blocking thread, never a runtime worker that other tasks need.
 //! A requested workspace must lie inside one of the `--root` directories,
 //! checked on canonical paths, so a symlink or `..` cannot leave them.
 
@@ -115,10 +120,14 @@ impl Workspaces {
             workspace: Some(workspace.to_owned()),
             ..self.options.clone()
         };
-        let config = load(&options, true).map_err(|e| format!("{e:#}"))?.config;
+        let files = tokio::task::spawn_blocking(move || {
+            let config = load(&options, true).map_err(|e| format!("{e:#}"))?.config;
+            let guidance = crate::prompt::load(&config.workspace, &config.guidance);
+            Ok::<_, String>((config, guidance))
+        });
+        let (config, guidance) = files.await.map_err(|e| e.to_string())??;
         let settings = config.model.clone();
         let client = tokio::task::spawn_blocking(move || Client::new(settings));
-        let guidance = crate::prompt::load(&config.workspace, &config.guidance);
         let hub = Hub::start(HubConfig {
             skills: guidance.skills.clone(),
             ..config.hub.clone()

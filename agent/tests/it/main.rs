@@ -26,6 +26,9 @@ mod history_checker;
 /// Hooks on real `sh` processes: PreToolUse vetoes (exit code, JSON, timeout), PostToolUse notes,
 /// matchers, prompt, session and stop events.
 mod hooks;
+/// A hostile model server against the real binary: huge bodies and arguments, a trickled
+/// stream, bounded memory; a base URL without /v1 and HTML error pages.
+mod hostile_model;
 /// The config wiring and `nanohermes mcp` through the real binary: trust, --mcp quoting,
 /// add/list/get/call/remove, no process left.
 mod mcp_cli;
@@ -65,6 +68,9 @@ mod sandbox_probe;
 /// `nanohermes serve` mounted by an rmcp client: run_task, progress, cancellation, sessions,
 /// tasks, approvals in both eras, HTTP, and one NanoHermes using another.
 mod serve;
+/// `serve` under pressure: a task's mode only narrows, a hung workspace stalls no other root,
+/// SIGTERM ends the server within a bound.
+mod serve_bounds;
 /// Session files through the real loop: appended per step, written again after compaction,
 /// /undo and /reset, cut at any byte, version 1 converted, damage set aside.
 mod sessions;

@@ -26,10 +26,10 @@ use crate::support::history::{assert_history_valid, assert_requests_valid};
 use crate::support::mock_model::{MockModel, Step, call, text, tool_calls};
 
 /// A deadlock guard, not a speed claim.
-const HANG_GUARD: Duration = Duration::from_secs(60);
+pub(crate) const HANG_GUARD: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Era {
+pub(crate) enum Era {
     Legacy,
     Modern,
 }
@@ -37,20 +37,23 @@ enum Era {
 /// The host: records progress and approval questions, answers them with
 /// `answer`, and declares the tasks extension when `tasks` is set.
 #[derive(Clone)]
-struct Host {
-    progress: Arc<Mutex<Vec<(f64, String)>>>,
-    asked: Arc<Mutex<Vec<String>>>,
-    answer: ElicitationAction,
-    tasks: bool,
+pub(crate) struct Host {
+    pub(crate) progress: Arc<Mutex<Vec<(f64, String)>>>,
+    pub(crate) asked: Arc<Mutex<Vec<String>>>,
+    pub(crate) answer: ElicitationAction,
+    pub(crate) tasks: bool,
+    /// Whether the host declares elicitation (it answers either way).
+    pub(crate) elicitation: bool,
 }
 
 impl Host {
-    fn new() -> Host {
+    pub(crate) fn new() -> Host {
         Host {
             progress: Arc::default(),
             asked: Arc::default(),
             answer: ElicitationAction::Decline,
             tasks: false,
+            elicitation: true,
         }
     }
 
@@ -84,7 +87,11 @@ impl ClientHandler for Host {
     }
 
     fn get_info(&self) -> ClientConfig {
-        let mut capabilities = ClientCapabilities::builder().enable_elicitation().build();
+        let mut capabilities = if self.elicitation {
+            ClientCapabilities::builder().enable_elicitation().build()
+        } else {
+            ClientCapabilities::default()
+        };
         if self.tasks {
             capabilities.extensions = ClientCapabilities::builder()
                 .enable_tasks()
@@ -96,14 +103,14 @@ impl ClientHandler for Host {
 }
 
 /// A workspace, a NANOHERMES_HOME and the scripted model, for one test.
-struct Setup {
-    root: tempfile::TempDir,
-    home: tempfile::TempDir,
-    mock: MockModel,
+pub(crate) struct Setup {
+    pub(crate) root: tempfile::TempDir,
+    pub(crate) home: tempfile::TempDir,
+    pub(crate) mock: MockModel,
 }
 
 impl Setup {
-    async fn new(script: Vec<Step>) -> Setup {
+    pub(crate) async fn new(script: Vec<Step>) -> Setup {
         let root = tempfile::tempdir().unwrap();
         std::fs::write(root.path().join("a.txt"), "alpha\n").unwrap();
         Setup {
@@ -113,12 +120,12 @@ impl Setup {
         }
     }
 
-    fn root(&self) -> PathBuf {
+    pub(crate) fn root(&self) -> PathBuf {
         self.root.path().canonicalize().unwrap()
     }
 
     /// `nanohermes serve --root ROOT` with the model environment.
-    fn command(&self, mode: &str, extra: &[(&str, &str)]) -> tokio::process::Command {
+    pub(crate) fn command(&self, mode: &str, extra: &[(&str, &str)]) -> tokio::process::Command {
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"));
         command
             .arg("serve")
@@ -138,7 +145,7 @@ impl Setup {
 
     /// Starts the server and connects `host` in `era`; also returns the
     /// server's pid.
-    async fn connect(
+    pub(crate) async fn connect(
         &self,
         era: Era,
         host: Host,
@@ -203,7 +210,7 @@ fn assert_session_valid(history: &[Value]) {
     assert_history_valid(&messages);
 }
 
-fn run_task(arguments: Value) -> CallToolRequestParams {
+pub(crate) fn run_task(arguments: Value) -> CallToolRequestParams {
     let Value::Object(arguments) = arguments else {
         panic!("arguments must be an object")
     };
@@ -211,7 +218,7 @@ fn run_task(arguments: Value) -> CallToolRequestParams {
 }
 
 /// The structured output of a `run_task` result.
-fn output(result: &CallToolResult) -> Map<String, Value> {
+pub(crate) fn output(result: &CallToolResult) -> Map<String, Value> {
     result
         .structured_content
         .as_ref()
@@ -228,7 +235,7 @@ fn text_of(result: &CallToolResult) -> String {
         .collect()
 }
 
-async fn ask(
+pub(crate) async fn ask(
     client: &RunningService<RoleClient, Host>,
     params: CallToolRequestParams,
 ) -> CallToolResult {
@@ -240,7 +247,7 @@ async fn ask(
 
 /// Waits until `condition` holds (checked every 20 ms), or panics after
 /// the hang guard.
-async fn until(what: &str, mut condition: impl FnMut() -> bool) {
+pub(crate) async fn until(what: &str, mut condition: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + HANG_GUARD;
     while !condition() {
         assert!(
@@ -575,7 +582,15 @@ async fn an_approval_is_asked_of_the_host_in_each_era_and_its_answer_is_honoured
             assert_eq!(output(&result)["status"], "completed", "{era:?} {answer:?}");
             let asked = host.asked.lock().unwrap().clone();
             assert_eq!(asked.len(), 1, "{era:?} {answer:?}: {asked:?}");
-            assert!(asked[0].contains("run_command"), "{}", asked[0]);
+            // Written for a host's dialog, not the terminal's prompt.
+            assert!(
+                asked[0].starts_with(
+                    "The NanoHermes agent working on your task wants to call the tool `run_command` with these arguments:\n{\"command\":\"echo approved-ran\"}\nAccept to run this one call"
+                ),
+                "{}",
+                asked[0]
+            );
+            assert!(!asked[0].contains("[y]es"), "{}", asked[0]);
             let requests = setup.mock.requests();
             let tool_result = requests[1].messages().last().unwrap()["content"]
                 .as_str()
@@ -595,6 +610,41 @@ async fn an_approval_is_asked_of_the_host_in_each_era_and_its_answer_is_honoured
             assert_requests_valid(&requests);
             let _ = client.cancel().await;
         }
+    }
+}
+
+#[tokio::test]
+async fn a_host_that_declared_no_elicitation_is_never_asked_and_the_call_is_denied() {
+    // The Python SDK without an elicitation callback fails the whole call
+    // with "Elicitation not supported" when it is asked anyway.
+    for era in [Era::Legacy, Era::Modern] {
+        let setup = Setup::new(vec![
+            tool_calls(&[call(
+                "c1",
+                "run_command",
+                json!({"command": "echo should-not-run > ran.txt"}),
+            )])
+            .into(),
+            text(&["finished"]).into(),
+        ])
+        .await;
+        let host = Host {
+            answer: ElicitationAction::Accept,
+            elicitation: false,
+            ..Host::new()
+        };
+        let (client, _) = setup.connect(era, host.clone(), "default").await;
+        let result = ask(&client, run_task(json!({"task": "run it"}))).await;
+        assert_eq!(output(&result)["status"], "completed", "{era:?}");
+        assert!(host.asked.lock().unwrap().is_empty(), "{era:?}: asked");
+        let requests = setup.mock.requests();
+        assert_eq!(
+            requests[1].messages().last().unwrap()["content"],
+            "Command denied by the user. Do not retry it; ask what to do instead.",
+            "{era:?}"
+        );
+        assert!(!setup.root().join("ran.txt").exists());
+        let _ = client.cancel().await;
     }
 }
 

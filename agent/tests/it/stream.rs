@@ -245,3 +245,50 @@ async fn the_finish_reason_of_a_whole_response_is_kept() {
     assert_eq!(turn.finish_reason.as_deref(), Some("length"));
     assert!(turn.is_cut_off(0));
 }
+
+#[tokio::test]
+async fn the_idle_timeout_is_restarted_by_events_not_by_keep_alives() {
+    use std::time::{Duration, Instant};
+    // A slow model: an event every 400 ms, 2.4 s in all, under a 1 s idle
+    // timeout: never idle, so never cut.
+    let mut frames: Vec<Vec<u8>> = ["one ", "two ", "three ", "four ", "five"]
+        .iter()
+        .map(|p| format!("data: {}\n\n", chunk(json!({"content":p}), None)).into_bytes())
+        .collect();
+    frames.push(
+        format!(
+            "data: {}\n\ndata: [DONE]\n\n",
+            chunk(json!({}), Some("stop"))
+        )
+        .into_bytes(),
+    );
+    // Keep-alive comments every 300 ms and no event: idle after 1 s.
+    let pings = vec![b": keep-alive\n\n".to_vec(); 10];
+    let mock = MockModel::start(vec![
+        Reply::Paced(frames, Duration::from_millis(400)).into(),
+        Reply::Paced(pings, Duration::from_millis(300)).into(),
+    ])
+    .await;
+    let mut settings = settings(&mock);
+    settings.stream_idle_timeout = Duration::from_millis(1000);
+    settings.retry.max_retries = 0;
+
+    let (result, shown, retries) = chat(settings.clone()).await;
+    assert_eq!(result.unwrap().content, "one two three four five");
+    assert_eq!(shown, "one two three four five");
+    assert!(retries.is_empty(), "{retries:?}");
+
+    let started = Instant::now();
+    let (result, _, _) = chat(settings).await;
+    let elapsed = started.elapsed();
+    assert_eq!(
+        result.unwrap_err(),
+        LlmError::IdleTimeout {
+            idle: Duration::from_millis(1000)
+        }
+    );
+    assert!(
+        elapsed >= Duration::from_millis(1000) && elapsed < Duration::from_millis(2500),
+        "{elapsed:?}"
+    );
+}

@@ -36,6 +36,37 @@ pub enum Reply {
     Json(Value),
     /// Close the connection without answering.
     Drop,
+    /// HTTP 200 `text/event-stream`, each piece written `every` after the
+    /// one before (a slow model, or keep-alives while it thinks).
+    Paced(Vec<Vec<u8>>, Duration),
+    /// Any status and content type (an HTML error page from a proxy).
+    Page {
+        code: u16,
+        content_type: String,
+        body: String,
+    },
+    /// A hostile server: bodies generated while they are written, never
+    /// held in the mock's memory.
+    Hostile(Hostile),
+}
+
+/// What a hostile model server sends. Each writes until it is done or the
+/// agent closes the connection.
+#[derive(Debug, Clone, Copy)]
+pub enum Hostile {
+    /// HTTP 200 `application/json` with a `Content-Length` of `bytes`: one
+    /// chat completion whose content is that long.
+    HugeJson { bytes: u64 },
+    /// A stream with one `write_file` call (`path: "hostile.txt"`) whose
+    /// `content` argument is `bytes` long, in 64 KiB deltas, then a
+    /// finish and `[DONE]`.
+    HugeArguments { bytes: u64 },
+    /// A stream head, then one byte of a valid frame every `every`, forever.
+    Trickle { every: Duration },
+    /// HTTP 200 `application/json`, `bytes` long: a valid completion
+    /// followed by an array of that many `0,` (the most JSON values per
+    /// byte: each costs a parser that builds a tree far more than a byte).
+    DenseJson { bytes: u64 },
 }
 
 /// A reply plus something to do when its request arrives.
@@ -323,7 +354,124 @@ async fn answer_one(
             stream.write_all(head.as_bytes()).await.is_ok()
         }
         Reply::Drop => false,
+        Reply::Paced(pieces, every) => {
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n";
+            if stream.write_all(head.as_bytes()).await.is_err() {
+                return false;
+            }
+            for piece in pieces {
+                tokio::time::sleep(every).await;
+                if stream.write_all(&piece).await.is_err() || stream.flush().await.is_err() {
+                    return false;
+                }
+            }
+            false
+        }
+        Reply::Page {
+            code,
+            content_type,
+            body,
+        } => {
+            let head = format!(
+                "HTTP/1.1 {code} Scripted\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: {connection}\r\n\r\n{body}",
+                body.len()
+            );
+            stream.write_all(head.as_bytes()).await.is_ok()
+        }
+        Reply::Hostile(hostile) => {
+            let _ = write_hostile(stream, hostile).await;
+            false
+        }
     }
+}
+
+/// Writes `hostile`'s answer; an error once the agent hangs up.
+async fn write_hostile(stream: &mut TcpStream, hostile: Hostile) -> std::io::Result<()> {
+    const SSE_HEAD: &str = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n";
+    const PIECE: usize = 64 * 1024;
+    let filler = vec![b'x'; PIECE];
+    match hostile {
+        Hostile::HugeJson { bytes } => {
+            let start = br#"{"choices":[{"message":{"role":"assistant","content":""#;
+            stream
+                .write_all(
+                    format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {bytes}\r\nConnection: close\r\n\r\n")
+                        .as_bytes(),
+                )
+                .await?;
+            stream.write_all(start).await?;
+            let mut left = bytes.saturating_sub(start.len() as u64);
+            while left > 0 {
+                let n = left.min(PIECE as u64) as usize;
+                stream.write_all(&filler[..n]).await?;
+                left -= n as u64;
+            }
+        }
+        Hostile::HugeArguments { bytes } => {
+            stream.write_all(SSE_HEAD.as_bytes()).await?;
+            let first = chunk(
+                json!({"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_huge",
+                    "type":"function","function":{"name":"write_file",
+                    "arguments":"{\"path\":\"hostile.txt\",\"content\":\""}}]}),
+                None,
+            );
+            stream
+                .write_all(format!("data: {first}\n\n").as_bytes())
+                .await?;
+            let piece = chunk(
+                json!({"tool_calls":[{"index":0,"function":{"arguments":"x".repeat(PIECE)}}]}),
+                None,
+            );
+            let frame = format!("data: {piece}\n\n");
+            for _ in 0..bytes.div_ceil(PIECE as u64) {
+                stream.write_all(frame.as_bytes()).await?;
+            }
+            let last = chunk(
+                json!({"tool_calls":[{"index":0,"function":{"arguments":"\"}"}}]}),
+                None,
+            );
+            let finish = chunk(json!({}), Some("tool_calls"));
+            stream
+                .write_all(format!("data: {last}\n\ndata: {finish}\n\ndata: [DONE]\n\n").as_bytes())
+                .await?;
+        }
+        Hostile::DenseJson { bytes } => {
+            let start =
+                br#"{"choices":[{"message":{"role":"assistant","content":"dense"}}],"x":[0"#;
+            let end = b"]}";
+            stream
+                .write_all(
+                    format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {bytes}\r\nConnection: close\r\n\r\n")
+                        .as_bytes(),
+                )
+                .await?;
+            stream.write_all(start).await?;
+            let zeros = b",0".repeat(PIECE / 2);
+            let mut left = bytes.saturating_sub((start.len() + end.len()) as u64);
+            while left > 0 {
+                // An even count keeps the `,0` pairs whole.
+                let n = (left.min(PIECE as u64) as usize) & !1;
+                if n == 0 {
+                    stream.write_all(b" ").await?;
+                    left -= 1;
+                    continue;
+                }
+                stream.write_all(&zeros[..n]).await?;
+                left -= n as u64;
+            }
+            stream.write_all(end).await?;
+        }
+        Hostile::Trickle { every } => {
+            stream.write_all(SSE_HEAD.as_bytes()).await?;
+            let frame = format!("data: {}\n\n", chunk(json!({"content":"x"}), None));
+            for byte in frame.bytes().cycle() {
+                stream.write_all(&[byte]).await?;
+                stream.flush().await?;
+                tokio::time::sleep(every).await;
+            }
+        }
+    }
+    stream.flush().await
 }
 
 /// Whether every assistant tool call in `messages` has arguments that

@@ -21,10 +21,14 @@
 //!
 //! Host and Origin come first so a page that rebinds a name learns nothing,
 //! not even whether a token is needed.
+//!
+//! Behind those checks, [`session`] answers a session DELETE with 200 (or
+//! 404 for a session the server does not have), as the SDKs expect.
 
 pub mod auth;
 pub mod bind;
 pub mod guard;
+pub mod session;
 
 use std::ffi::OsString;
 use std::net::SocketAddr;

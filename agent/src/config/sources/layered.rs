@@ -164,6 +164,8 @@ pub struct Settings {
     pub max_retries: Option<u32>,
     /// First retry wait, ms.
     pub retry_base_ms: Option<u64>,
+    /// The model stream's idle timeout, ms.
+    pub stream_idle_timeout_ms: Option<u64>,
     /// Permission mode.
     pub mode: Option<Mode>,
     /// Shell commands without asking.
@@ -461,6 +463,7 @@ fn apply_file(
         max_iterations,
         max_retries,
         retry_base_ms,
+        stream_idle_timeout_ms,
         mode,
         auto_approve,
         allow,

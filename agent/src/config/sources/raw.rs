@@ -40,6 +40,8 @@ pub struct RawConfig {
     pub max_retries: Option<u32>,
     /// The first retry's wait in milliseconds; each later retry doubles it.
     pub retry_base_ms: Option<u64>,
+    /// Milliseconds without a stream event (or a byte of another response) before a model request fails and is retried [default: 300000].
+    pub stream_idle_timeout_ms: Option<u64>,
     /// The permission mode.
     pub mode: Option<Mode>,
     /// Run the shell and destructive tools without asking (default and debug modes).
@@ -534,7 +536,7 @@ mod tests {
             err(text),
             "~/.nanohermes/config.toml:7: unknown key \"modle\"; allowed keys: model, base_url, \
              api_key_env, fallback_model, temperature, max_tokens, stream, thinking, \
-             max_iterations, max_retries, retry_base_ms, mode, auto_approve, allow, deny, hooks, \
+             max_iterations, max_retries, retry_base_ms, stream_idle_timeout_ms, mode, auto_approve, allow, deny, hooks, \
              project_doc_fallback_filenames, max_agent_depth, compact_threshold_chars, \
              compact_keep_messages, memory, tool_search, tool_budget_bytes, tool_budget_count, \
              always_load_tools, sandbox, sandbox_network, sandbox_writable, sandbox_unavailable, \
