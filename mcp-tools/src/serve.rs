@@ -238,7 +238,10 @@ pub async fn serve_stdio<S>(handler: S) -> anyhow::Result<()>
 where
     S: ServerHandler + Service<RoleServer>,
 {
-    let running = handler.serve(rmcp::transport::stdio_pipes()).await?;
+    // Standard schemas on every transport (crate::schema).
+    let running = crate::schema::Standard(handler)
+        .serve(rmcp::transport::stdio_pipes())
+        .await?;
     running.waiting().await?;
     Ok(())
 }
@@ -270,7 +273,8 @@ where
         .disable_allowed_hosts()
         .with_cancellation_token(ct.child_token());
     let service = StreamableHttpService::new(
-        move || Ok(handler.clone()),
+        // Standard schemas on every transport (crate::schema).
+        move || Ok(crate::schema::Standard(handler.clone())),
         LocalSessionManager::default().into(),
         config,
     );

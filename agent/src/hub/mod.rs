@@ -37,7 +37,7 @@
 //!   schema, sanitised on its own ([`schema::sanitize`]): no `$schema`, no
 //!   `$ref`/`$defs`, an object root with `properties`; then trimmed by
 //!   [`compact::compact`] (no `null` alternative on optional properties, no
-//!   Rust-type formats nor the zero minimum of an unsigned one), since every
+//!   Rust-type formats nor an integer's zero minimum), since every
 //!   request carries every declaration.
 //! - **Tool list changes** (`tools/list_changed`) only set a flag; the loop
 //!   calls [`Hub::refresh`] at each step boundary, which lists that
