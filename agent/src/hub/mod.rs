@@ -147,8 +147,8 @@ use crate::policy::Policy;
 use crate::toolbox::ToolFacts;
 
 pub use agents::{
-    AGENT_DEPTH_VAR, AGENT_LIST, DEFAULT_MAX_AGENT_DEPTH, RUN_TASK, agent_depth, depth_refusal,
-    may_mount_subagents,
+    AGENT_DEPTH_VAR, AGENT_LIST, DEFAULT_MAX_AGENT_DEPTH, RUN_TASK, SubagentModel, SubagentTally,
+    agent_depth, depth_refusal, is_nanohermes_serve, may_mount_subagents,
 };
 pub use builtin::{Builtin, BuiltinOptions};
 pub use builtin_main::serve_builtin_main;
@@ -449,12 +449,13 @@ impl Hub {
         // Called by name while deferred: declared from the next step on.
         self.deferral.note_called(name);
         let raw_name = &self.tools[*tool].raw_name;
-        let grants = if self.tools[*tool].builtin {
+        let builtin = self.tools[*tool].builtin;
+        let grants = if builtin {
             grants
         } else {
             mcp_tools::CallGrants::none()
         };
-        self.servers[*server]
+        let answer = self.servers[*server]
             .call_granted(
                 raw_name,
                 arguments,
@@ -462,7 +463,17 @@ impl Hub {
                 self.call_timeouts[*server],
                 self.max_output,
             )
-            .await
+            .await;
+        if !builtin && raw_name == RUN_TASK {
+            return self.agents.note(self.servers[*server].name(), answer);
+        }
+        answer
+    }
+
+    /// How the subagent calls (an external server's `run_task`) went so
+    /// far, for the end of a run.
+    pub fn subagent_tally(&self) -> SubagentTally {
+        self.agents.tally()
     }
 
     /// Closes every server; child processes exit.
