@@ -400,8 +400,9 @@ async fn a_failed_server_is_one_warning_with_its_stderr_and_the_rest_work() {
     let warning = warnings(&hub)[0];
     assert!(
         warning.starts_with("server broken failed to start: ")
-            && warning
-                .ends_with("; last stderr line: fixture_server: refusing to start (--fail-start)"),
+            && warning.contains(
+                "; its stderr ended with: fixture_server: refusing to start (--fail-start)"
+            ),
         "{warning}"
     );
     assert_eq!(
@@ -440,10 +441,10 @@ async fn a_required_server_that_cannot_start_fails_the_start() {
         .to_string();
     assert!(
         error.starts_with("server broken failed to start: ")
-            && error.ends_with(
-                "; last stderr line: fixture_server: refusing to start (--fail-start); it is \
-                 required (mcp_servers.broken.required = true)"
-            ),
+            && error.contains(
+                "; its stderr ended with: fixture_server: refusing to start (--fail-start)"
+            )
+            && error.ends_with("; it is required (mcp_servers.broken.required = true)"),
         "{error}"
     );
 }

@@ -277,7 +277,7 @@ fn spawn_child(
         .context("the server exited before it could be tracked")?;
     let tree = ProcessTree::adopt(pid, marker);
     if let Some(child_stderr) = child_stderr {
-        stderr.follow(name.to_string(), child_stderr);
+        stderr.follow(name.to_string(), pid, child_stderr);
     }
     Ok((transport, tree))
 }

@@ -83,7 +83,11 @@
 //!   a policy allows; the policy still gates every call.
 //! - **Dead servers.** The call during which a server dies returns
 //!   `ERROR: server NAME is not running (REASON); it will be restarted on the
-//!   next call`. The next call restarts it (once in the hub's life) and goes
+//!   next call`, REASON leading with what failed ([`crash`]): `it exited
+//!   with code 3 during the call to T` (or `was killed by signal 9
+//!   (SIGKILL)`), `its stderr ended with: LINE`, `check its command: `CMD``;
+//!   a failed start says the same, with the transport's own error last, as
+//!   `(details: ...)`. The next call restarts it (once in the hub's life) and goes
 //!   through. After a second death every call returns `ERROR: server NAME is
 //!   not running (REASON); it was already restarted once and stays down`.
 //!   Other servers are not affected. Each connection has a generation: a
@@ -95,7 +99,8 @@
 //!   the calls to the server being restarted.
 //! - **A child's stderr never reaches stdout.** It is piped, logged through
 //!   `tracing` (info level, with the server name), and its last line is quoted
-//!   when the server fails.
+//!   when the server fails, with its exit status (a watcher thread peeks at
+//!   it with `waitid(WNOWAIT)` before rmcp reaps the child).
 //! - **Children.** A child server is started through the kit's spawn
 //!   policy ([`mcp_tools::spawn`]): it leads its own process group (a
 //!   terminal's Ctrl-C reaches only the agent); an external one's
@@ -112,6 +117,7 @@ mod builtin;
 mod builtin_main;
 pub mod compact;
 mod connect;
+mod crash;
 mod declarations;
 pub mod deferred;
 pub mod era;
