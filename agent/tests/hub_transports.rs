@@ -155,6 +155,17 @@ async fn a_builtin_moved_to_a_child_process_or_http_reads_what_in_process_reads(
         if let Some(era) = era {
             assert_eq!(seen, era);
         }
+        // Over every transport the listing is standard JSON Schema: no
+        // Rust formats (`uint`, `uint64`) that strict clients warn about.
+        for tool in hub.tools() {
+            let schema = Value::Object((*tool.input_schema).clone());
+            let unknown = mcp_tools::schema::unknown_formats(&schema);
+            assert!(
+                unknown.is_empty(),
+                "{where_prefix} {}: {unknown:?}",
+                tool.name
+            );
+        }
         // The same tool names as in-process: a moved built-in is not prefixed.
         let read = hub
             .call("read_file", args(json!({"path": "notes/a.txt"})))
