@@ -356,6 +356,9 @@ impl Server {
                     ServiceError::TransportClosed | ServiceError::TransportSend(_)
                 );
                 if closed || peer.is_transport_closed() {
+                    // The transport's own words name rmcp, not the cause:
+                    // kept for debugging only (crash.rs says what failed).
+                    tracing::debug!(server = %self.name, "call to {tool} failed: {e}");
                     Err(
                         match self
                             .mark_dead(generation, &format!(" during the call to {tool}"))
