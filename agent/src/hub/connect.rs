@@ -268,6 +268,9 @@ fn spawn_child(
     // rmcp spawns the child itself (its builder sets stdin/stdout to pipes
     // and keeps `process_group(0)`): adopt the pid into a tree right after.
     let (command, marker) = command.into_command();
+    // Its exit status is recorded when rmcp reaps it (crash.rs).
+    let mut command = process_wrap::tokio::CommandWrap::from(command);
+    command.wrap(stderr.recorder());
     let (transport, child_stderr) = TokioChildProcess::builder(command)
         .stderr(Stdio::piped())
         .spawn()

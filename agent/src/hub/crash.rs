@@ -5,13 +5,11 @@
 //! then, as details, the transport's own words (rmcp's `Send message error
 //! Transport [...] Broken pipe`), which name our internals, not the cause.
 //!
-//! The exit status comes from the kernel. rmcp reaps the child as soon as
-//! its connection ends, so each child gets a small watcher thread blocked
-//! in `waitid(WEXITED | WNOWAIT)`: it wakes when the child ends and reads
-//! the status without reaping it (rmcp's own wait still does that). A
-//! zombie's `/proc/PID/stat` (field 52, `exit_code`) is the fallback; a
-//! child already gone without either is said to have exited, without a
-//! code.
+//! The exit status: rmcp reaps a child as soon as its connection ends, so
+//! every child's command carries [`RecordExit`], which records the status
+//! of that wait; a child nobody has waited for yet is a zombie whose
+//! `/proc/PID/stat` (field 52, `exit_code`) still holds it. A child gone
+//! without either is said to have exited, without a code.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -99,14 +97,18 @@ pub(crate) struct StderrTail {
     reader: Mutex<Option<JoinHandle<()>>>,
     /// The current child's pid, for its exit status.
     pid: Mutex<Option<u32>>,
-    /// (pid, how it ended), from the watcher thread.
+    /// (pid, how it ended), recorded by [`RecordExit`] when reaped.
     ended: Arc<Mutex<Option<(u32, Exit)>>>,
 }
 
 impl StderrTail {
+    /// The layer that records the exit of the child this tail follows.
+    pub(crate) fn recorder(&self) -> RecordExit {
+        RecordExit(Arc::clone(&self.ended))
+    }
+
     pub(crate) fn follow(self: &Arc<Self>, name: String, pid: u32, stderr: ChildStderr) {
         *self.pid.lock().unwrap_or_else(|p| p.into_inner()) = Some(pid);
-        watch(pid, Arc::clone(&self.ended));
         let tail = Arc::clone(self);
         let reader = tokio::spawn(async move {
             let mut lines = tokio::io::BufReader::new(stderr).lines();
@@ -164,8 +166,9 @@ impl StderrTail {
             if let Some(exit) = exit_of(pid).filter(|exit| *exit != Exit::Gone) {
                 return Some(exit);
             }
-            // Gone and not seen by the watcher: wait for it a little (it
-            // may be about to record), then say what is known.
+            // Gone and not recorded yet: rmcp's cleanup may be about to
+            // reap it through RecordExit; wait a little, then say what is
+            // known.
             if tokio::time::Instant::now() >= deadline {
                 return exit_of(pid);
             }
@@ -177,31 +180,82 @@ impl StderrTail {
     }
 }
 
-/// Starts a thread that waits for `pid` to end and records how in `ended`,
-/// leaving it unreaped for its owner. A thread, not a task: `waitid`
-/// blocks, and it sleeps in the kernel until the child ends.
-fn watch(pid: u32, ended: Arc<Mutex<Option<(u32, Exit)>>>) {
-    use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
-    let Ok(raw) = i32::try_from(pid) else { return };
-    let watcher = move || {
-        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT;
-        let exit = loop {
-            match waitid(Id::Pid(nix::unistd::Pid::from_raw(raw)), flags) {
-                Ok(WaitStatus::Exited(_, code)) => break Exit::Code(code),
-                Ok(WaitStatus::Signaled(_, signal, _)) => break Exit::Signal(signal as i32),
-                Err(nix::errno::Errno::EINTR) => continue,
-                // Reaped already, or not our child: nothing to record.
-                _ => return,
-            }
+/// A process-wrap layer that records how the child ended whenever it is
+/// waited for: rmcp reaps a server's child as soon as its connection ends
+/// (its cleanup kills, then waits), and that wait is the last moment the
+/// status exists. Added to every child's command (connect.rs).
+#[derive(Debug)]
+pub(crate) struct RecordExit(pub(crate) Arc<Mutex<Option<(u32, Exit)>>>);
+
+impl process_wrap::tokio::CommandWrapper for RecordExit {
+    fn wrap_child(
+        &mut self,
+        child: Box<dyn process_wrap::tokio::ChildWrapper>,
+        _core: &process_wrap::tokio::CommandWrap,
+    ) -> std::io::Result<Box<dyn process_wrap::tokio::ChildWrapper>> {
+        Ok(Box::new(Recording {
+            pid: child.id(),
+            inner: child,
+            ended: Arc::clone(&self.0),
+        }))
+    }
+}
+
+/// A child whose waits record its exit status in `ended`.
+#[derive(Debug)]
+struct Recording {
+    inner: Box<dyn process_wrap::tokio::ChildWrapper>,
+    pid: Option<u32>,
+    ended: Arc<Mutex<Option<(u32, Exit)>>>,
+}
+
+impl Recording {
+    fn record(&self, status: &std::process::ExitStatus) {
+        use std::os::unix::process::ExitStatusExt as _;
+        let exit = match (status.code(), status.signal()) {
+            (Some(code), _) => Exit::Code(code),
+            (None, Some(signal)) => Exit::Signal(signal),
+            (None, None) => Exit::Gone,
         };
-        *ended.lock().unwrap_or_else(|p| p.into_inner()) = Some((pid, exit));
-    };
-    let spawned = std::thread::Builder::new()
-        .name("nanohermes-exit-watch".to_owned())
-        .stack_size(64 * 1024)
-        .spawn(watcher);
-    if let Err(e) = spawned {
-        tracing::debug!("no exit watcher for pid {pid}: {e}");
+        if let Some(pid) = self.pid {
+            *self.ended.lock().unwrap_or_else(|p| p.into_inner()) = Some((pid, exit));
+        }
+    }
+}
+
+impl process_wrap::tokio::ChildWrapper for Recording {
+    fn inner(&self) -> &dyn process_wrap::tokio::ChildWrapper {
+        self.inner.as_ref()
+    }
+
+    fn inner_mut(&mut self) -> &mut dyn process_wrap::tokio::ChildWrapper {
+        self.inner.as_mut()
+    }
+
+    fn into_inner(self: Box<Self>) -> Box<dyn process_wrap::tokio::ChildWrapper> {
+        self.inner
+    }
+
+    fn try_wait(&mut self) -> std::io::Result<Option<std::process::ExitStatus>> {
+        let status = self.inner.try_wait()?;
+        if let Some(status) = &status {
+            self.record(status);
+        }
+        Ok(status)
+    }
+
+    fn wait(
+        &mut self,
+    ) -> std::pin::Pin<
+        Box<
+            dyn std::future::Future<Output = std::io::Result<std::process::ExitStatus>> + Send + '_,
+        >,
+    > {
+        Box::pin(async move {
+            let status = self.inner.wait().await?;
+            self.record(&status);
+            Ok(status)
+        })
     }
 }
 

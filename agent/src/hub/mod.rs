@@ -99,8 +99,8 @@
 //!   the calls to the server being restarted.
 //! - **A child's stderr never reaches stdout.** It is piped, logged through
 //!   `tracing` (info level, with the server name), and its last line is quoted
-//!   when the server fails, with its exit status (a watcher thread peeks at
-//!   it with `waitid(WNOWAIT)` before rmcp reaps the child).
+//!   when the server fails, with its exit status (recorded when rmcp reaps
+//!   the child, through a process-wrap layer: crash.rs).
 //! - **Children.** A child server is started through the kit's spawn
 //!   policy ([`mcp_tools::spawn`]): it leads its own process group (a
 //!   terminal's Ctrl-C reaches only the agent); an external one's
