@@ -351,6 +351,13 @@ impl Config {
         };
         let sandbox = sandbox_policy(&settings, &workspace, rules.mode);
         let hub = HubConfig {
+            // A NanoHermes subagent runs on this agent's model.
+            subagent_model: Some(crate::hub::SubagentModel {
+                base_url: model.base_url.clone(),
+                model: model.model.clone(),
+                key_env: api_key_env.clone(),
+                key: model.api_key.clone(),
+            }),
             max_agent_depth,
             deferral,
             sandbox,

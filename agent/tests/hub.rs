@@ -423,11 +423,16 @@ async fn a_server_that_dies_mid_call_is_reported_then_restarted_once() {
     let hub = start(dir.path(), &[Builtin::Files], vec![fixture("fx", &[])]).await;
     let first_pid = hub.call("fx__pid", Map::new()).await;
 
-    // The call during which the server dies.
+    // The call during which the server dies: what failed (its exit code,
+    // the call), its last stderr line, what to check; no rmcp internals.
+    let command = fixture_server().display().to_string();
     assert_eq!(
         hub.call("fx__crash", Map::new()).await,
-        "ERROR: server fx is not running (the connection closed; last stderr line: \
-         fixture_server: crash requested, exiting with 3); it will be restarted on the next call"
+        format!(
+            "ERROR: server fx is not running (it exited with code 3 during the call to crash; \
+             its stderr ended with: fixture_server: crash requested, exiting with 3; check its \
+             command: `{command}`); it will be restarted on the next call"
+        )
     );
     assert!(!hub.is_running("fx"));
     // The built-in server is not affected.
@@ -445,8 +450,11 @@ async fn a_server_that_dies_mid_call_is_reported_then_restarted_once() {
     );
 
     // A second death is final.
-    let stays_down = "ERROR: server fx is not running (the connection closed; last stderr line: \
-         fixture_server: crash requested, exiting with 3); it was already restarted once and stays down";
+    let stays_down = format!(
+        "ERROR: server fx is not running (it exited with code 3 during the call to crash; \
+         its stderr ended with: fixture_server: crash requested, exiting with 3; check its \
+         command: `{command}`); it was already restarted once and stays down"
+    );
     assert_eq!(hub.call("fx__crash", Map::new()).await, stays_down);
     assert_eq!(
         hub.call("fx__echo", args(json!({"text": "x"}))).await,
@@ -522,13 +530,15 @@ async fn a_server_that_fails_to_start_is_a_warning_quoting_its_stderr() {
     .await;
     let warnings = hub.warnings();
     assert_eq!(warnings.len(), 2, "{warnings:?}");
+    // What failed first, then its stderr and command; the transport's
+    // own words (rmcp's "Send message error Transport [...]") only after.
+    let command = fixture_server().display().to_string();
     assert!(
-        warnings[0].starts_with("server broken failed to start: "),
-        "{warnings:?}"
-    );
-    assert!(
-        warnings[0]
-            .ends_with("; last stderr line: fixture_server: refusing to start (--fail-start)"),
+        warnings[0].starts_with(&format!(
+            "server broken failed to start: it exited with code 2; its stderr ended with: \
+             fixture_server: refusing to start (--fail-start); check its command: \
+             `{command} --fail-start` (details: "
+        )),
         "{warnings:?}"
     );
     assert!(

@@ -155,6 +155,17 @@ async fn a_builtin_moved_to_a_child_process_or_http_reads_what_in_process_reads(
         if let Some(era) = era {
             assert_eq!(seen, era);
         }
+        // Over every transport the listing is standard JSON Schema: no
+        // Rust formats (`uint`, `uint64`) that strict clients warn about.
+        for tool in hub.tools() {
+            let schema = Value::Object((*tool.input_schema).clone());
+            let unknown = mcp_tools::schema::unknown_formats(&schema);
+            assert!(
+                unknown.is_empty(),
+                "{where_prefix} {}: {unknown:?}",
+                tool.name
+            );
+        }
         // The same tool names as in-process: a moved built-in is not prefixed.
         let read = hub
             .call("read_file", args(json!({"path": "notes/a.txt"})))
@@ -400,8 +411,9 @@ async fn a_failed_server_is_one_warning_with_its_stderr_and_the_rest_work() {
     let warning = warnings(&hub)[0];
     assert!(
         warning.starts_with("server broken failed to start: ")
-            && warning
-                .ends_with("; last stderr line: fixture_server: refusing to start (--fail-start)"),
+            && warning.contains(
+                "; its stderr ended with: fixture_server: refusing to start (--fail-start)"
+            ),
         "{warning}"
     );
     assert_eq!(
@@ -440,10 +452,10 @@ async fn a_required_server_that_cannot_start_fails_the_start() {
         .to_string();
     assert!(
         error.starts_with("server broken failed to start: ")
-            && error.ends_with(
-                "; last stderr line: fixture_server: refusing to start (--fail-start); it is \
-                 required (mcp_servers.broken.required = true)"
-            ),
+            && error.contains(
+                "; its stderr ended with: fixture_server: refusing to start (--fail-start)"
+            )
+            && error.ends_with("; it is required (mcp_servers.broken.required = true)"),
         "{error}"
     );
 }

@@ -27,6 +27,8 @@ where
     let (to_server, server_inbox) = mpsc::unbounded::<TxJsonRpcMessage<RoleClient>>();
     let (to_client, client_inbox) = mpsc::unbounded::<TxJsonRpcMessage<RoleServer>>();
     tokio::spawn(async move {
+        // Standard schemas, as over every transport (crate::schema).
+        let server = crate::schema::Standard(server);
         match server.serve((to_client, server_inbox)).await {
             Ok(running) => {
                 let _ = running.waiting().await;

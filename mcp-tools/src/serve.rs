@@ -238,7 +238,10 @@ pub async fn serve_stdio<S>(handler: S) -> anyhow::Result<()>
 where
     S: ServerHandler + Service<RoleServer>,
 {
-    let running = handler.serve(rmcp::transport::stdio_pipes()).await?;
+    // Standard schemas on every transport (crate::schema).
+    let running = crate::schema::Standard(handler)
+        .serve(rmcp::transport::stdio_pipes())
+        .await?;
     running.waiting().await?;
     Ok(())
 }
@@ -270,7 +273,12 @@ where
         .disable_allowed_hosts()
         .with_cancellation_token(ct.child_token());
     let sessions = std::sync::Arc::new(LocalSessionManager::default());
-    let service = StreamableHttpService::new(move || Ok(handler.clone()), sessions.clone(), config);
+    let service = StreamableHttpService::new(
+        // Standard schemas on every transport (crate::schema).
+        move || Ok(crate::schema::Standard(handler.clone())),
+        sessions.clone(),
+        config,
+    );
     let needs_token = policy.requires_token();
     let router = policy.layer(crate::http::session::layer(
         axum::Router::new().nest_service("/mcp", service),

@@ -8,7 +8,9 @@
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use rmcp::transport::auth::{AuthorizationManager, AuthorizationRequest, AuthorizationSession};
+use rmcp::transport::auth::{
+    AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession,
+};
 
 use super::redirect::Listener;
 use super::store::CredentialsFile;
@@ -103,11 +105,29 @@ impl Authorizer {
         more_scopes: &[String],
     ) -> anyhow::Result<AuthorizationManager> {
         let mut manager = self.manager().await?;
-        let resolution = manager
-            .resolve_metadata_from_challenge(challenge)
-            .await
-            .with_context(|| format!("cannot find the authorization server of {}", self.name))?;
-        manager.set_metadata(resolution.metadata);
+        let metadata = match manager.resolve_metadata_from_challenge(challenge).await {
+            Ok(resolution) => resolution.metadata,
+            // A 2025-03-26 server: no resource metadata, and its root
+            // document names an issuer with a path (legacy.rs).
+            Err(error @ AuthError::AuthorizationServerMismatch { .. })
+                if !challenge.is_some_and(|c| c.contains("resource_metadata")) =>
+            {
+                match super::legacy::root_metadata(&self.url).await {
+                    Ok(Some(metadata)) => metadata,
+                    _ => {
+                        return Err(error).with_context(|| {
+                            format!("cannot find the authorization server of {}", self.name)
+                        });
+                    }
+                }
+            }
+            Err(error) => {
+                return Err(error).with_context(|| {
+                    format!("cannot find the authorization server of {}", self.name)
+                });
+            }
+        };
+        manager.set_metadata(metadata);
 
         let listener = Listener::bind(self.settings.callback_port).await?;
         let mut request =

@@ -6,6 +6,9 @@
 //! `iss` validation (RFC 9207), refresh. This module adds what a terminal
 //! agent needs around it:
 //!
+//! - `legacy`: the 2025-03-26 discovery rmcp refuses (no resource
+//!   metadata, the authorization server's metadata at the server's root
+//!   with an issuer that has a path);
 //! - [`store`]: the one 0600 file the tokens live in, keyed by server URL;
 //! - [`redirect`]: the loopback listener the browser comes back to;
 //! - [`login`]: one authorization, from a server's `WWW-Authenticate`
@@ -17,6 +20,7 @@
 //!   the connection may run one) or an error that says to run
 //!   `nanohermes mcp login NAME`.
 
+mod legacy;
 pub mod login;
 pub mod redirect;
 pub mod store;

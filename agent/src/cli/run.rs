@@ -41,7 +41,7 @@ pub async fn run(
     let result = run_loop(config, task, &opened, &mut output, &mut report.usage).await;
     report.duration = started.elapsed();
     match result {
-        Ok(summary) => {
+        Ok((summary, subagents)) => {
             report.num_turns = summary.iterations;
             let outcome = summary.outcome;
             report.ending = Ending::Finished {
@@ -54,7 +54,15 @@ pub async fn run(
                 "session {} kept: continue it with --resume {}",
                 report.session_id, report.session_id
             ));
+            // Every delegation failed: the answer stands, but the run is
+            // not a success (a script must see it; the cause is usually a
+            // setup problem every later run repeats).
+            let undelegated = subagents.all_failed_notice();
+            if let Some(notice) = &undelegated {
+                output.ui().notice(notice);
+            }
             Ok(match outcome {
+                Outcome::Done if undelegated.is_some() => ExitCode::FAILURE,
                 Outcome::Done => ExitCode::SUCCESS,
                 Outcome::IterationLimit => ExitCode::from(EXIT_ITERATION_LIMIT),
                 Outcome::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
@@ -68,15 +76,15 @@ pub async fn run(
     }
 }
 
-/// Everything between start-up and shut-down; `usage` is filled in
-/// whether or not the loop failed.
+/// Everything between start-up and shut-down, and how the subagent calls
+/// went; `usage` is filled in whether or not the loop failed.
 async fn run_loop(
     config: Config,
     task: &str,
     opened: &Opened,
     output: &mut RunOutput,
     usage: &mut UsageLedger,
-) -> anyhow::Result<RunSummary> {
+) -> anyhow::Result<(RunSummary, crate::hub::SubagentTally)> {
     let (workspace, model) = (
         config.workspace.display().to_string(),
         config.model.model.clone(),
@@ -97,6 +105,7 @@ async fn run_loop(
     ui.keep_surfaced(agent.tools().surfaced());
     let result = agent.run(task, &mut ui).await;
     *usage = agent.usage();
+    let subagents = agent.tools().subagent_tally();
     agent.into_tools().shutdown().await;
-    Ok(result?)
+    Ok((result?, subagents))
 }

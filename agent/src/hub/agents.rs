@@ -23,13 +23,29 @@
 //!   warns once per such server. A value that is not a whole number counts
 //!   as too deep (fail closed). A server reached over HTTP gets no
 //!   environment from us, so the guard cannot follow it there.
+//! - **A NanoHermes subagent inherits the model** ([`SubagentModel`]): a
+//!   stdio server whose command is this executable or a program named
+//!   `nanohermes`, started with `serve`, gets this agent's base URL and
+//!   model (`OPENAI_BASE_URL`, `NANOHERMES_MODEL`), its key under the
+//!   variable `api_key_env` names, and `NANOHERMES_HOME` when set (so it
+//!   reads the same config), all in its environment (never in its argv,
+//!   which other users can read in /proc). They come before the entry's
+//!   `env_vars` and `env`, so an entry that sets any of them wins, and the
+//!   child's own flags (`--model`, `--base-url`) beat its environment. Any
+//!   other server gets the allow-list only, as before: only NanoHermes is
+//!   known to use those variables for a model.
+//! - **Failed subagent calls are counted** ([`SubagentTally`]), so a run
+//!   can say at its end that every delegation failed.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use rmcp::model::Tool;
 use serde_json::{Value, json};
 
 use super::Hub;
 use super::plan::ToolFilter;
-use crate::config::sources::{Origin, ServerSpec};
+use crate::config::sources::{Origin, ServerSpec, StdioSpec};
 use crate::toolbox::ToolFacts;
 
 /// The tool that makes a server a subagent.
@@ -130,6 +146,117 @@ pub(crate) fn child_depth(depth: usize) -> String {
     depth.saturating_add(1).to_string()
 }
 
+/// The model settings a NanoHermes subagent inherits from this agent.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SubagentModel {
+    /// The API root (`OPENAI_BASE_URL` in the child).
+    pub base_url: String,
+    /// The model (`NANOHERMES_MODEL` in the child).
+    pub model: String,
+    /// The variable the key is read from (`api_key_env`); the child gets
+    /// the key under the same name.
+    pub key_env: String,
+    /// The key, when this agent has one.
+    pub key: Option<String>,
+}
+
+impl std::fmt::Debug for SubagentModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubagentModel")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("key_env", &self.key_env)
+            .field("key", &self.key.as_ref().map(|_| "[REDACTED]"))
+            .finish()
+    }
+}
+
+impl SubagentModel {
+    /// The (name, value) pairs a NanoHermes subagent's environment gets.
+    pub(crate) fn env(&self) -> Vec<(String, String)> {
+        let mut pairs = vec![
+            ("OPENAI_BASE_URL".to_owned(), self.base_url.clone()),
+            ("NANOHERMES_MODEL".to_owned(), self.model.clone()),
+        ];
+        if let Some(key) = &self.key {
+            pairs.push((self.key_env.clone(), key.clone()));
+        }
+        if let Some(home) = std::env::var_os("NANOHERMES_HOME").filter(|h| !h.is_empty()) {
+            pairs.push((
+                "NANOHERMES_HOME".to_owned(),
+                home.to_string_lossy().into_owned(),
+            ));
+        }
+        pairs
+    }
+}
+
+/// Whether `stdio` starts another NanoHermes as an MCP server: its command
+/// is `exe` (this executable) or a program named `nanohermes`, and its
+/// arguments parse as the `serve` command.
+pub fn is_nanohermes_serve(stdio: &StdioSpec, exe: &Path) -> bool {
+    let command = Path::new(&stdio.command);
+    let named = command.file_name().is_some_and(|name| name == "nanohermes");
+    let same = || {
+        let ours = exe.canonicalize().ok();
+        resolve(command).and_then(|p| p.canonicalize().ok()) == ours && ours.is_some()
+    };
+    if !named && !same() {
+        return false;
+    }
+    let words = std::iter::once("nanohermes").chain(stdio.args.iter().map(String::as_str));
+    matches!(
+        <crate::cli::Cli as clap::Parser>::try_parse_from(words),
+        Ok(crate::cli::Cli {
+            command: Some(crate::cli::Command::Serve(_)),
+            ..
+        })
+    )
+}
+
+/// `command` as the child's exec would find it: a path as given, a bare
+/// name through this process's `PATH` (the child gets the same `PATH`).
+fn resolve(command: &Path) -> Option<PathBuf> {
+    if command.components().count() > 1 {
+        return Some(command.to_path_buf());
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(command))
+        .find(|candidate| candidate.is_file())
+}
+
+/// How the subagent calls (`run_task` of an external server) of a run went.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SubagentTally {
+    /// Calls made.
+    pub calls: usize,
+    /// Calls whose result was an error.
+    pub failed: usize,
+    /// The last failure's text, without the `ERROR: ` prefix.
+    pub last_error: Option<String>,
+}
+
+impl SubagentTally {
+    /// The notice for a run in which every subagent call failed (at least
+    /// one was made), or `None`.
+    pub fn all_failed_notice(&self) -> Option<String> {
+        if self.calls == 0 || self.failed < self.calls {
+            return None;
+        }
+        let last = self
+            .last_error
+            .as_deref()
+            .map(|e| mcp_tools::clamp(e, 400))
+            .unwrap_or_default();
+        Some(format!(
+            "every subagent call failed ({} of {}), so the task was not delegated; the last \
+             error: {last}; check the subagent's command and its model settings \
+             (`nanohermes mcp call NAME run_task '{{\"task\":\"...\"}}'` tries one directly)",
+            self.failed, self.calls
+        ))
+    }
+}
+
 /// The hub's subagent bookkeeping.
 #[derive(Debug, Default)]
 pub(crate) struct Agents {
@@ -138,9 +265,36 @@ pub(crate) struct Agents {
     /// What `agent_list` lists now: (tool name, what it is for), in tool
     /// order. Empty: `agent_list` is not declared.
     listed: Vec<(String, String)>,
+    /// The subagent calls so far.
+    tally: Mutex<SubagentTally>,
 }
 
 impl Agents {
+    /// Counts one answer of `server`'s `run_task`, and returns it with a
+    /// failure said to be the subagent's: "the model request failed" from
+    /// a child would otherwise read as the caller's own model failing.
+    pub(crate) fn note(&self, server: &str, answer: String) -> String {
+        let mut tally = self.tally.lock().unwrap_or_else(|p| p.into_inner());
+        tally.calls += 1;
+        let Some(error) = answer.strip_prefix("ERROR: ") else {
+            return answer;
+        };
+        tally.failed += 1;
+        // The hub's own messages already name the server.
+        let error = if error.contains(&format!("server {server} ")) {
+            error.to_owned()
+        } else {
+            format!("subagent {server} failed: {error}")
+        };
+        tally.last_error = Some(error.clone());
+        format!("ERROR: {error}")
+    }
+
+    /// The subagent calls so far.
+    pub(crate) fn tally(&self) -> SubagentTally {
+        self.tally.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
     /// Whether `agent_list` is declared now.
     pub(crate) fn declares(&self, name: &str) -> bool {
         name == AGENT_LIST && !self.listed.is_empty()
@@ -261,6 +415,57 @@ mod tests {
             "subagent helper not mounted: this agent is already 3 levels deep (max_agent_depth = 3)"
         );
         assert!(withheld_warning("h", usize::MAX, 3).contains("is not a whole number"));
+    }
+
+    #[test]
+    fn a_nanohermes_subagent_is_this_executable_or_nanohermes_started_with_serve() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("nh-build");
+        std::fs::write(&exe, "").unwrap();
+        let spec = |command: &str, args: &[&str]| StdioSpec {
+            command: command.to_owned(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            ..StdioSpec::default()
+        };
+        let ours = exe.display().to_string();
+        for (command, args, expected) in [
+            ("nanohermes", &["serve", "--root", "."][..], true),
+            ("/opt/bin/nanohermes", &["--model", "m", "serve"][..], true),
+            (ours.as_str(), &["serve"][..], true),
+            ("nanohermes", &["run", "serve"][..], false),
+            ("nanohermes", &["mcp", "list"][..], false),
+            ("python3", &["serve"][..], false),
+            (ours.as_str(), &["--no-such-flag", "serve"][..], false),
+        ] {
+            assert_eq!(
+                is_nanohermes_serve(&spec(command, args), &exe),
+                expected,
+                "{command} {args:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_tally_names_the_subagent_and_speaks_only_when_every_call_failed() {
+        let agents = Agents::default();
+        assert_eq!(agents.note("rev", "fine".into()), "fine");
+        assert_eq!(
+            agents.note("rev", "ERROR: the model request failed: x".into()),
+            "ERROR: subagent rev failed: the model request failed: x"
+        );
+        assert_eq!(agents.tally().all_failed_notice(), None, "one call worked");
+        let failing = Agents::default();
+        assert_eq!(
+            failing.note("rev", "ERROR: server rev is not running (y)".into()),
+            "ERROR: server rev is not running (y)"
+        );
+        let notice = failing.tally().all_failed_notice().unwrap();
+        assert!(
+            notice.starts_with("every subagent call failed (1 of 1)"),
+            "{notice}"
+        );
+        assert!(notice.contains("server rev is not running (y)"), "{notice}");
+        assert_eq!(Agents::default().tally().all_failed_notice(), None);
     }
 
     #[test]

@@ -11,10 +11,12 @@
 //!   goes with it;
 //! - `format` values schemars derives from Rust integer and float types
 //!   (`uint32`, `int64`, `double`, …), which are not JSON Schema formats and
-//!   which some providers reject, and the `"minimum": 0` schemars adds next
-//!   to an unsigned one (`uint32`, `uint`, …): it only says "not negative"
-//!   of a count or an id, which the description and the server's error
-//!   already cover, at 12 bytes a field on every request.
+//!   which some providers reject (our own servers no longer send them:
+//!   `mcp_tools::schema::standardize` turns an unsigned one into
+//!   `"minimum": 0`, but an external server may), and the `"minimum": 0` of
+//!   an integer, standardized or next to an unsigned format: it only says
+//!   "not negative" of a count or an id, which the description and the
+//!   server's error already cover, at 12 bytes a field on every request.
 //!
 //! Descriptions, enums, every other bound and every other keyword stay.
 
@@ -25,10 +27,6 @@ const RUST_FORMATS: &[&str] = &[
     "int8", "int16", "int32", "int64", "int128", "int", "uint8", "uint16", "uint32", "uint64",
     "uint128", "uint", "float", "double",
 ];
-
-/// The unsigned formats among [`RUST_FORMATS`]: schemars pairs them with
-/// `"minimum": 0`.
-const UNSIGNED_FORMATS: &[&str] = &["uint8", "uint16", "uint32", "uint64", "uint128", "uint"];
 
 /// Returns `schema` without the parts the model does not need (see the
 /// module docs). The result accepts every value the input accepted, except
@@ -44,11 +42,10 @@ fn compact_in_place(schema: &mut Value) {
     if let Some(Value::String(format)) = map.get("format")
         && RUST_FORMATS.contains(&format.as_str())
     {
-        let unsigned = UNSIGNED_FORMATS.contains(&format.as_str());
         map.remove("format");
-        if unsigned && map.get("minimum").and_then(Value::as_f64) == Some(0.0) {
-            map.remove("minimum");
-        }
+    }
+    if is_integer(map) && map.get("minimum").and_then(Value::as_f64) == Some(0.0) {
+        map.remove("minimum");
     }
     let required: Vec<String> = map
         .get("required")
@@ -120,6 +117,18 @@ fn drop_null_alternative(prop: &mut Value) {
     }
 }
 
+/// Whether the schema's `type` is `integer`, alone or with `null`.
+fn is_integer(map: &Map<String, Value>) -> bool {
+    match map.get("type") {
+        Some(Value::String(t)) => t == "integer",
+        Some(Value::Array(types)) => {
+            types.iter().any(|t| t == "integer")
+                && types.iter().all(|t| t == "integer" || t == "null")
+        }
+        _ => false,
+    }
+}
+
 fn is_null_schema(schema: &Value) -> bool {
     schema.get("type").is_some_and(|t| t == "null")
 }
@@ -156,18 +165,22 @@ mod tests {
     }
 
     #[test]
-    fn only_the_zero_minimum_of_an_unsigned_rust_type_goes() {
-        let input = json!({"type": "object", "required": ["a", "b", "c", "d"], "properties": {
+    fn only_the_zero_minimum_of_an_integer_goes() {
+        let input = json!({"type": "object", "required": ["a", "b", "c", "d", "e", "f"], "properties": {
             "a": {"type": "integer", "format": "uint32", "minimum": 0},
             "b": {"type": "integer", "format": "uint", "minimum": 1, "maximum": 10},
             "c": {"type": "integer", "format": "int64", "minimum": 0},
             "d": {"type": "integer", "minimum": 0},
+            "e": {"type": "number", "minimum": 0},
+            "f": {"type": ["integer", "null"], "minimum": 0, "maximum": 65535},
         }});
-        let expected = json!({"type": "object", "required": ["a", "b", "c", "d"], "properties": {
+        let expected = json!({"type": "object", "required": ["a", "b", "c", "d", "e", "f"], "properties": {
             "a": {"type": "integer"},
             "b": {"type": "integer", "minimum": 1, "maximum": 10},
-            "c": {"type": "integer", "minimum": 0},
-            "d": {"type": "integer", "minimum": 0},
+            "c": {"type": "integer"},
+            "d": {"type": "integer"},
+            "e": {"type": "number", "minimum": 0},
+            "f": {"type": ["integer", "null"], "maximum": 65535},
         }});
         assert_eq!(compact(&input), expected);
     }

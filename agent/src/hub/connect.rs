@@ -268,6 +268,9 @@ fn spawn_child(
     // rmcp spawns the child itself (its builder sets stdin/stdout to pipes
     // and keeps `process_group(0)`): adopt the pid into a tree right after.
     let (command, marker) = command.into_command();
+    // Its exit status is recorded when rmcp reaps it (crash.rs).
+    let mut command = process_wrap::tokio::CommandWrap::from(command);
+    command.wrap(stderr.recorder());
     let (transport, child_stderr) = TokioChildProcess::builder(command)
         .stderr(Stdio::piped())
         .spawn()
@@ -277,7 +280,7 @@ fn spawn_child(
         .context("the server exited before it could be tracked")?;
     let tree = ProcessTree::adopt(pid, marker);
     if let Some(child_stderr) = child_stderr {
-        stderr.follow(name.to_string(), child_stderr);
+        stderr.follow(name.to_string(), pid, child_stderr);
     }
     Ok((transport, tree))
 }

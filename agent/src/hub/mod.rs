@@ -37,7 +37,7 @@
 //!   schema, sanitised on its own ([`schema::sanitize`]): no `$schema`, no
 //!   `$ref`/`$defs`, an object root with `properties`; then trimmed by
 //!   [`compact::compact`] (no `null` alternative on optional properties, no
-//!   Rust-type formats nor the zero minimum of an unsigned one), since every
+//!   Rust-type formats nor an integer's zero minimum), since every
 //!   request carries every declaration.
 //! - **Tool list changes** (`tools/list_changed`) only set a flag; the loop
 //!   calls [`Hub::refresh`] at each step boundary, which lists that
@@ -83,7 +83,11 @@
 //!   a policy allows; the policy still gates every call.
 //! - **Dead servers.** The call during which a server dies returns
 //!   `ERROR: server NAME is not running (REASON); it will be restarted on the
-//!   next call`. The next call restarts it (once in the hub's life) and goes
+//!   next call`, REASON leading with what failed ([`crash`]): `it exited
+//!   with code 3 during the call to T` (or `was killed by signal 9
+//!   (SIGKILL)`), `its stderr ended with: LINE`, `check its command: `CMD``;
+//!   a failed start says the same, with the transport's own error last, as
+//!   `(details: ...)`. The next call restarts it (once in the hub's life) and goes
 //!   through. After a second death every call returns `ERROR: server NAME is
 //!   not running (REASON); it was already restarted once and stays down`.
 //!   Other servers are not affected. Each connection has a generation: a
@@ -95,7 +99,8 @@
 //!   the calls to the server being restarted.
 //! - **A child's stderr never reaches stdout.** It is piped, logged through
 //!   `tracing` (info level, with the server name), and its last line is quoted
-//!   when the server fails.
+//!   when the server fails, with its exit status (recorded when rmcp reaps
+//!   the child, through a process-wrap layer: crash.rs).
 //! - **Children.** A child server is started through the kit's spawn
 //!   policy ([`mcp_tools::spawn`]): it leads its own process group (a
 //!   terminal's Ctrl-C reaches only the agent); an external one's
@@ -112,6 +117,7 @@ mod builtin;
 mod builtin_main;
 pub mod compact;
 mod connect;
+mod crash;
 mod declarations;
 pub mod deferred;
 pub mod era;
@@ -147,8 +153,8 @@ use crate::policy::Policy;
 use crate::toolbox::ToolFacts;
 
 pub use agents::{
-    AGENT_DEPTH_VAR, AGENT_LIST, DEFAULT_MAX_AGENT_DEPTH, RUN_TASK, agent_depth, depth_refusal,
-    may_mount_subagents,
+    AGENT_DEPTH_VAR, AGENT_LIST, DEFAULT_MAX_AGENT_DEPTH, RUN_TASK, SubagentModel, SubagentTally,
+    agent_depth, depth_refusal, is_nanohermes_serve, may_mount_subagents,
 };
 pub use builtin::{Builtin, BuiltinOptions};
 pub use builtin_main::serve_builtin_main;
@@ -449,12 +455,13 @@ impl Hub {
         // Called by name while deferred: declared from the next step on.
         self.deferral.note_called(name);
         let raw_name = &self.tools[*tool].raw_name;
-        let grants = if self.tools[*tool].builtin {
+        let builtin = self.tools[*tool].builtin;
+        let grants = if builtin {
             grants
         } else {
             mcp_tools::CallGrants::none()
         };
-        self.servers[*server]
+        let answer = self.servers[*server]
             .call_granted(
                 raw_name,
                 arguments,
@@ -462,7 +469,17 @@ impl Hub {
                 self.call_timeouts[*server],
                 self.max_output,
             )
-            .await
+            .await;
+        if !builtin && raw_name == RUN_TASK {
+            return self.agents.note(self.servers[*server].name(), answer);
+        }
+        answer
+    }
+
+    /// How the subagent calls (an external server's `run_task`) went so
+    /// far, for the end of a run.
+    pub fn subagent_tally(&self) -> SubagentTally {
+        self.agents.tally()
     }
 
     /// Closes every server; child processes exit.

@@ -2,7 +2,7 @@
 //! recipe, the environment a child gets, names, timeouts, trust and the
 //! tool filter.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -117,7 +117,7 @@ pub(crate) fn plan(
             bail!("server {} runs a built-in but names none", spec.name)
         }
         (Transport::Stdio(stdio), _) => {
-            let child = stdio_child(stdio, &config.workspace, config.agent_depth);
+            let child = stdio_child(stdio, config);
             let description = format!("stdio {child:?}");
             Launch::Child(child, cached(description))
         }
@@ -185,16 +185,23 @@ fn builtin_child(builtin: Builtin, config: &HubConfig, max_output: usize) -> Chi
     }
 }
 
-/// An external program: the allow-list, then the variables it names from
-/// the agent's environment (`env_vars`), then its own `env` values, then
-/// its agent depth (this process's `depth` + 1), last so that neither can
-/// reset it.
-fn stdio_child(stdio: &StdioSpec, workspace: &Path, depth: usize) -> ChildSpec {
-    let mut pairs: Vec<(String, String)> = stdio
-        .env_vars
-        .iter()
-        .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
-        .collect();
+/// An external program: the allow-list, then (for another NanoHermes
+/// started with `serve`) this agent's model settings, then the variables it
+/// names from the agent's environment (`env_vars`), then its own `env`
+/// values, then its agent depth (this process's depth + 1), last so that
+/// nothing can reset it.
+fn stdio_child(stdio: &StdioSpec, config: &HubConfig) -> ChildSpec {
+    let (workspace, depth) = (&config.workspace, config.agent_depth);
+    let mut pairs: Vec<(String, String)> = match &config.subagent_model {
+        Some(model) if agents::is_nanohermes_serve(stdio, &config.builtin_exe) => model.env(),
+        _ => Vec::new(),
+    };
+    pairs.extend(
+        stdio
+            .env_vars
+            .iter()
+            .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v))),
+    );
     pairs.extend(stdio.env.iter().map(|(k, v)| (k.clone(), v.clone())));
     pairs.push((
         agents::AGENT_DEPTH_VAR.to_owned(),

@@ -11,8 +11,7 @@
 //! restarts the server once ([`MAX_RESTARTS`]) and, if that works, goes
 //! through; a server that dies again stays down and every call says so.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -23,11 +22,10 @@ use rmcp::model::{
     JsonObject, MetaObject, ProtocolVersion, RequestId, RequestMetaObject, ServerResult, Tool,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
-use tokio::io::AsyncBufReadExt;
-use tokio::process::ChildStderr;
-use tokio::task::JoinHandle;
 
 use super::connect::{Connection, Launch};
+use super::crash;
+pub(crate) use super::crash::StderrTail;
 use super::era::Era;
 use super::input::{self, MAX_INPUT_ROUNDS, SharedElicitor};
 use super::refresh::{ListChanged, Notified};
@@ -38,14 +36,6 @@ pub(crate) type Client = RunningService<RoleClient, Notified>;
 
 /// How many times a dead server is restarted over the hub's life.
 pub const MAX_RESTARTS: u32 = 1;
-
-/// How many lines of an external server's stderr are kept for error
-/// messages.
-const STDERR_LINES: usize = 20;
-
-/// How long to wait for a dead child's stderr to drain before composing the
-/// reason it died.
-const STDERR_DRAIN: Duration = Duration::from_millis(500);
 
 /// The client handler of a new connection: what the agent says about
 /// itself in `initialize`, and the list-changed flags (refresh.rs, H11).
@@ -132,10 +122,9 @@ impl Server {
         let (connection, tools) = match started {
             Ok(Ok(started)) => started,
             Ok(Err(e)) => {
-                return Err(format!(
-                    "server {name} failed to start: {e:#}{}",
-                    stderr.drained_suffix().await
-                ));
+                let check = crash::check(&launch);
+                let why = crash::start_failure(&stderr, &format!("{e:#}"), &check).await;
+                return Err(format!("server {name} failed to start: {why}"));
             }
             Err(_) => {
                 return Err(format!(
@@ -367,8 +356,14 @@ impl Server {
                     ServiceError::TransportClosed | ServiceError::TransportSend(_)
                 );
                 if closed || peer.is_transport_closed() {
+                    // The transport's own words name rmcp, not the cause:
+                    // kept for debugging only (crash.rs says what failed).
+                    tracing::debug!(server = %self.name, "call to {tool} failed: {e}");
                     Err(
-                        match self.mark_dead(generation, "the connection closed").await {
+                        match self
+                            .mark_dead(generation, &format!(" during the call to {tool}"))
+                            .await
+                        {
                             Death::Dead(reason) => self.not_running(&reason),
                             Death::Stale => format!(
                                 "ERROR: the connection to server {} closed during the call to {tool}, \
@@ -446,17 +441,24 @@ impl Server {
         Some((peer.clone(), state.generation))
     }
 
-    /// Records that connection `generation` died. A failure from an older
+    /// Records that connection `generation` died (`during`: " during the
+    /// call to T", or empty), with why: how its process ended, the end of
+    /// its stderr, what to check ([`crash`]). A failure from an older
     /// connection than the current one is [`Death::Stale`] and changes
     /// nothing: the server was restarted since and the new connection is
     /// not to be marked down for the old one's death.
-    async fn mark_dead(&self, generation: u64, cause: &str) -> Death {
+    async fn mark_dead(&self, generation: u64, during: &str) -> Death {
         // Checked before draining too: the stderr tail belongs to the
         // current child, which a stale failure must not wait on or consume.
         if self.read().generation != generation {
             return Death::Stale;
         }
-        let reason = format!("{cause}{}", self.stderr.drained_suffix().await);
+        let said = self.stderr.drained_suffix().await;
+        let what = match self.stderr.exit().await {
+            Some(exit) => format!("it {exit}{during}"),
+            None => format!("the connection closed{during}"),
+        };
+        let reason = format!("{what}{said}{}", crash::check(&self.launch));
         let mut state = self.write();
         if state.generation != generation {
             return Death::Stale;
@@ -499,7 +501,7 @@ impl Server {
         };
         let reason = match known {
             (Some(reason), _) => reason,
-            (None, generation) => match self.mark_dead(generation, "the connection closed").await {
+            (None, generation) => match self.mark_dead(generation, "").await {
                 Death::Dead(reason) => reason,
                 // Only a restart bumps the generation, and this is the one
                 // restart running: an old connection died, not this one.
@@ -530,10 +532,8 @@ impl Server {
             }
             Err(failure) => failure,
         };
-        let reason = format!(
-            "{reason}; the restart failed: {failure}{}",
-            self.stderr.drained_suffix().await
-        );
+        let why = crash::start_failure(&self.stderr, &failure, "").await;
+        let reason = format!("{reason}; the restart failed: {why}");
         self.write().dead = Some(reason.clone());
         Err(self.not_running(&reason))
     }
@@ -586,10 +586,9 @@ impl Server {
             }
             Err(failure) => failure,
         };
-        let reason = format!(
-            "it failed to start: {failure}{}",
-            self.stderr.drained_suffix().await
-        );
+        let check = crash::check(&self.launch);
+        let why = crash::start_failure(&self.stderr, &failure, &check).await;
+        let reason = format!("it failed to start: {why}");
         {
             let mut state = self.write();
             state.unstarted = false;
@@ -628,59 +627,6 @@ impl Server {
         match self.live_peer() {
             Some((peer, _)) => Ok(peer),
             None => self.restart().await.map(|(peer, _)| peer),
-        }
-    }
-}
-
-/// The last lines a child wrote to stderr. The child's stderr never reaches
-/// the terminal directly (it would mix with the agent's output): each line
-/// goes to `tracing` at info level with the server's name, and the last one
-/// goes into the message when the server fails.
-#[derive(Default)]
-pub(crate) struct StderrTail {
-    lines: Mutex<VecDeque<String>>,
-    reader: Mutex<Option<JoinHandle<()>>>,
-}
-
-impl StderrTail {
-    pub(crate) fn follow(self: &Arc<Self>, name: String, stderr: ChildStderr) {
-        let tail = Arc::clone(self);
-        let reader = tokio::spawn(async move {
-            let mut lines = tokio::io::BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                tracing::info!(server = %name, "stderr: {line}");
-                let mut kept = tail.lines.lock().unwrap_or_else(|p| p.into_inner());
-                if kept.len() == STDERR_LINES {
-                    kept.pop_front();
-                }
-                kept.push_back(mcp_tools::clamp(&line, 300));
-            }
-        });
-        let previous = self
-            .reader
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .replace(reader);
-        if let Some(previous) = previous {
-            previous.abort();
-        }
-    }
-
-    pub(crate) fn clear(&self) {
-        self.lines.lock().unwrap_or_else(|p| p.into_inner()).clear();
-    }
-
-    /// `; last stderr line: ...` once the dead child's stderr has drained,
-    /// or nothing when it wrote none.
-    async fn drained_suffix(&self) -> String {
-        let reader = self.reader.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(reader) = reader {
-            let _ = tokio::time::timeout(STDERR_DRAIN, reader).await;
-        }
-        let lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
-        match lines.back() {
-            Some(line) => format!("; last stderr line: {line}"),
-            None => String::new(),
         }
     }
 }
@@ -792,12 +738,7 @@ mod tests {
             "ERROR: the connection to server fx closed during the call to pid, and the server \
              has been restarted since; check whether the call took effect, then call it again if needed"
         );
-        assert_eq!(
-            server
-                .mark_dead(old_generation, "the connection closed")
-                .await,
-            Death::Stale
-        );
+        assert_eq!(server.mark_dead(old_generation, "").await, Death::Stale);
         // The restarted server is not marked down: same process, no second
         // restart (which would be refused: MAX_RESTARTS is 1).
         assert!(server.is_running());

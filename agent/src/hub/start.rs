@@ -73,6 +73,10 @@ pub struct HubConfig {
     /// The policy the declarations are narrowed to from the start (as
     /// [`Hub::offer_only`], without building the tool table twice).
     pub offered: Option<Policy>,
+    /// The model settings a NanoHermes subagent (another `nanohermes
+    /// serve` started over stdio) inherits ([`super::agents`]); `None`
+    /// gives it none.
+    pub subagent_model: Option<super::agents::SubagentModel>,
 }
 
 impl HubConfig {
@@ -98,6 +102,7 @@ impl HubConfig {
             builtins_on_first_use: true,
             skills: Vec::new(),
             offered: None,
+            subagent_model: None,
         }
     }
 }

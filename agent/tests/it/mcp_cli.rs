@@ -625,3 +625,52 @@ async fn mcp_list_starts_every_builtin_for_real_and_reports_one_that_fails() {
         list.stdout
     );
 }
+
+/// `mcp get` of a NanoHermes subagent says what it inherits (names only),
+/// and no longer lists those as withheld; another server inherits nothing.
+#[tokio::test]
+async fn mcp_get_names_what_a_nanohermes_subagent_inherits() {
+    let w = World::new();
+    std::fs::write(
+        w.user_config(),
+        "[mcp_servers.reviewer]\ncommand = \"nanohermes\"\nargs = [\"serve\", \"--root\", \".\"]\n\
+         [mcp_servers.other]\ncommand = \"python3\"\nargs = [\"serve\"]\n",
+    )
+    .unwrap();
+    let env = [
+        ("OPENAI_API_KEY", "sk-inherit"),
+        ("OPENAI_BASE_URL", "http://127.0.0.1:1/v1"),
+    ];
+    let get = w.run(&["mcp", "get", "reviewer"], &env).await;
+    assert_eq!(get.code, Some(0), "{get:#?}");
+    let line = |out: &str, key: &str| {
+        out.lines()
+            .find(|l| l.starts_with(key))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let inherits = line(&get.stdout, "inherits:");
+    for name in [
+        "OPENAI_BASE_URL",
+        "NANOHERMES_MODEL",
+        "OPENAI_API_KEY",
+        "NANOHERMES_HOME",
+    ] {
+        assert!(inherits.contains(name), "{}", get.stdout);
+    }
+    assert!(
+        !line(&get.stdout, "withheld").contains("OPENAI_API_KEY"),
+        "{}",
+        get.stdout
+    );
+    assert!(!get.stdout.contains("sk-inherit"), "values are never shown");
+
+    let other = w.run(&["mcp", "get", "other"], &env).await;
+    assert_eq!(other.code, Some(0), "{other:#?}");
+    assert_eq!(line(&other.stdout, "inherits:"), "", "{}", other.stdout);
+    assert!(
+        line(&other.stdout, "withheld").contains("OPENAI_API_KEY"),
+        "{}",
+        other.stdout
+    );
+}

@@ -26,12 +26,15 @@ struct World {
 
 impl World {
     async fn new() -> World {
+        World::serving(OAuthServer::start().await)
+    }
+
+    fn serving(server: OAuthServer) -> World {
         let root = tempfile::tempdir().unwrap();
         let base = root.path().canonicalize().unwrap();
         let (home, workspace) = (base.join("home"), base.join("repo"));
         std::fs::create_dir_all(&home).unwrap();
         std::fs::create_dir_all(&workspace).unwrap();
-        let server = OAuthServer::start().await;
         std::fs::write(
             home.join("config.toml"),
             format!("[mcp_servers.remote]\nurl = {:?}\n", server.mcp_url()),
@@ -244,4 +247,29 @@ async fn logout_removes_the_tokens_and_the_server_asks_for_a_login_again() {
         call.stderr.contains("run `nanohermes mcp login remote`"),
         "{call:#?}"
     );
+}
+
+/// A 2025-03-26 server: no protected-resource metadata, and the
+/// authorization server's metadata at the root with an issuer that has a
+/// path (`BASE/oauth`), which RFC 8414 would publish elsewhere. The login
+/// registers, authorizes and stores tokens the hub then uses.
+#[tokio::test]
+async fn a_2025_03_26_server_with_root_metadata_only_is_logged_in_to() {
+    let w = World::serving(OAuthServer::start_2025_03_26().await);
+    let login = w.login().await;
+    assert_eq!(login.code, Some(0), "{login:#?}");
+    assert!(login.stdout.contains("logged in to remote"), "{login:#?}");
+    assert_eq!(w.server.refusals(), Vec::<String>::new());
+    let entry = &w.stored()["servers"][w.server.mcp_url()];
+    assert!(
+        entry["token_response"]["access_token"].is_string(),
+        "{entry}"
+    );
+    assert_eq!(entry["issuer"], json!(w.server.issuer));
+
+    let call = w
+        .run(&["mcp", "call", "remote", "todo_read", "{}"], &[])
+        .await;
+    assert_eq!(call.code, Some(0), "{call:#?}");
+    assert!(w.server.authorized_requests() > 0);
 }

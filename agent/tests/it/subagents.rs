@@ -359,3 +359,157 @@ async fn at_the_depth_limit_no_run_task_is_offered_and_the_warning_says_why_once
         raised.stdout
     );
 }
+
+/// `--agent 'NAME=NANOHERMES serve --root WS'`, quoted for its split.
+fn serve_agent_flag(name: &str, workspace: &Path) -> String {
+    let words = [
+        env!("CARGO_BIN_EXE_nanohermes").to_owned(),
+        "serve".to_owned(),
+        "--root".to_owned(),
+        workspace.display().to_string(),
+    ];
+    let quoted: Vec<String> = words
+        .iter()
+        .map(|w| shlex::try_quote(w).unwrap().into_owned())
+        .collect();
+    format!("{name}={}", quoted.join(" "))
+}
+
+/// agent/README's subagent, as written: another `nanohermes serve` mounted
+/// with `--agent` and nothing else. It runs on the parent's model: the
+/// same base URL and model, and the key, which reaches it through its
+/// environment (the mock sees it as the bearer token).
+#[tokio::test]
+async fn a_nanohermes_serve_subagent_runs_on_the_parents_model_and_key() {
+    let (_root, home, workspace) = dirs();
+    let reviewer = serve_agent_flag("reviewer", &workspace);
+    let mock = MockModel::start(vec![
+        // The parent delegates...
+        tool_calls(&[call(
+            "call_task",
+            "reviewer__run_task",
+            json!({"task": "review the change"}),
+        )])
+        .into(),
+        // ...the subagent answers its task...
+        text(&["the change looks right"]).into(),
+        // ...and the parent finishes.
+        text(&["done"]).into(),
+    ])
+    .await;
+    let env = on_mock(&mock);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = nanohermes(
+        &home,
+        &workspace,
+        &["--mode", "goal", "--agent", &reviewer, "run", "delegate it"],
+        &env,
+    )
+    .await;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3, "{requests:#?}");
+    let child = &requests[1];
+    assert_eq!(child.body["model"], "main-model");
+    assert_eq!(child.header("authorization"), Some("Bearer test-key"));
+    // The child is an agent of its own: it declares its own tools, and no
+    // run_task of its own parent.
+    assert!(!declared(child).iter().any(|n| n.ends_with("run_task")));
+    let answer = tool_result(requests[2].messages(), "call_task");
+    assert!(answer.contains("the change looks right"), "{answer}");
+    assert!(!answer.starts_with("ERROR"), "{answer}");
+}
+
+/// The entry's own `env` beats what the parent passes down; a subagent
+/// that fails is an `ERROR:` result the model reads, and a run whose every
+/// subagent call failed says so and exits 1 (its answer still printed).
+#[tokio::test]
+async fn a_failing_subagent_is_an_error_result_and_a_run_whose_every_delegation_failed_exits_1() {
+    let (_root, home, workspace) = dirs();
+    // Nothing listens on port 9 of loopback: the child's model is down.
+    std::fs::write(
+        home.join("config.toml"),
+        format!(
+            "max_retries = 0\n[mcp_servers.reviewer]\ncommand = {:?}\nargs = [\"serve\", \"--root\", {:?}]\n\
+             env = {{ OPENAI_BASE_URL = \"http://127.0.0.1:9/v1\" }}\n",
+            env!("CARGO_BIN_EXE_nanohermes"),
+            workspace.display().to_string()
+        ),
+    )
+    .unwrap();
+    let mock = MockModel::start(vec![
+        tool_calls(&[call(
+            "call_task",
+            "reviewer__run_task",
+            json!({"task": "review the change"}),
+        )])
+        .into(),
+        text(&["the reviewer could not run"]).into(),
+    ])
+    .await;
+    let env = on_mock(&mock);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = nanohermes(
+        &home,
+        &workspace,
+        &["--mode", "goal", "run", "delegate it"],
+        &env,
+    )
+    .await;
+    let requests = mock.requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "the child never reached this model: {requests:#?}"
+    );
+    let answer = tool_result(requests[1].messages(), "call_task");
+    assert!(
+        answer.starts_with("ERROR: subagent reviewer failed: "),
+        "{answer}"
+    );
+    assert!(answer.contains("127.0.0.1:9"), "{answer}");
+
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    assert!(
+        out.stdout.contains("the reviewer could not run"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stderr
+            .contains("every subagent call failed (1 of 1), so the task was not delegated"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// Another server gets the allow-list only: not the key, not the model.
+#[tokio::test]
+async fn any_other_server_gets_neither_the_key_nor_the_model_settings() {
+    let (_root, home, workspace) = dirs();
+    let helper = agent_flag("helper", &["--agent"]);
+    let mock = MockModel::start(vec![
+        tool_calls(&[
+            call("k", "helper__env", json!({"name": "OPENAI_API_KEY"})),
+            call("u", "helper__env", json!({"name": "OPENAI_BASE_URL"})),
+        ])
+        .into(),
+        text(&["done"]).into(),
+    ])
+    .await;
+    let env = on_mock(&mock);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = nanohermes(
+        &home,
+        &workspace,
+        &["--mode", "goal", "--agent", &helper, "run", "look"],
+        &env,
+    )
+    .await;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let requests = mock.requests();
+    for id in ["k", "u"] {
+        assert_eq!(tool_result(requests[1].messages(), id), "(unset)", "{id}");
+    }
+}

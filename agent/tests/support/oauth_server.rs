@@ -8,6 +8,11 @@
 //! with a live access token that carries the required scope; every other
 //! request gets 401 with a `WWW-Authenticate` challenge. Each refresh
 //! revokes the access token it replaces.
+//!
+//! [`OAuthServer::start_2025_03_26`] serves the 2025-03-26 shape instead: no
+//! protected-resource metadata (the challenge names none), and the
+//! authorization server's metadata at the root with the issuer
+//! `BASE/oauth`, its endpoints under `/oauth/`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -55,16 +60,33 @@ struct Inner {
 pub struct OAuthServer {
     /// `http://127.0.0.1:PORT`.
     pub base: String,
+    /// The authorization server's issuer: `base`, or `base/oauth` in the
+    /// 2025-03-26 shape.
+    pub issuer: String,
+    /// The 2025-03-26 shape: no protected-resource metadata.
+    legacy: bool,
     inner: Arc<Mutex<Inner>>,
 }
 
 impl OAuthServer {
     /// Binds a free loopback port and serves until the test's runtime ends.
     pub async fn start() -> OAuthServer {
+        OAuthServer::start_shaped(false).await
+    }
+
+    /// [`OAuthServer::start`] in the 2025-03-26 shape (module docs).
+    pub async fn start_2025_03_26() -> OAuthServer {
+        OAuthServer::start_shaped(true).await
+    }
+
+    async fn start_shaped(legacy: bool) -> OAuthServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
+        let prefix = if legacy { "/oauth" } else { "" };
         let server = OAuthServer {
+            issuer: format!("{base}{prefix}"),
             base,
+            legacy,
             inner: Arc::new(Mutex::new(Inner::default())),
         };
         let mcp = rmcp::transport::streamable_http_server::StreamableHttpService::new(
@@ -85,20 +107,21 @@ impl OAuthServer {
                     server.clone(),
                     require_token,
                 ));
-        let app = Router::new()
-            .route(
-                "/.well-known/oauth-protected-resource/mcp",
-                get(resource_metadata),
-            )
+        let mut app = Router::new()
             .route(
                 "/.well-known/oauth-authorization-server",
                 get(server_metadata),
             )
-            .route("/register", post(register))
-            .route("/authorize", get(authorize))
-            .route("/token", post(token))
-            .with_state(server.clone())
-            .merge(protected);
+            .route(&format!("{prefix}/register"), post(register))
+            .route(&format!("{prefix}/authorize"), get(authorize))
+            .route(&format!("{prefix}/token"), post(token));
+        if !legacy {
+            app = app.route(
+                "/.well-known/oauth-protected-resource/mcp",
+                get(resource_metadata),
+            );
+        }
+        let app = app.with_state(server.clone()).merge(protected);
         tokio::spawn(async move { axum::serve(listener, app).await });
         server
     }
@@ -168,10 +191,14 @@ async fn require_token(State(s): State<OAuthServer>, request: Request, next: Nex
     if ok {
         return next.run(request).await;
     }
-    let challenge = format!(
-        "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\", scope=\"{SCOPE}\"",
-        s.base
-    );
+    let challenge = if s.legacy {
+        format!("Bearer scope=\"{SCOPE}\"")
+    } else {
+        format!(
+            "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\", scope=\"{SCOPE}\"",
+            s.base
+        )
+    };
     (
         StatusCode::UNAUTHORIZED,
         [(header::WWW_AUTHENTICATE, challenge)],
@@ -189,10 +216,10 @@ async fn resource_metadata(State(s): State<OAuthServer>) -> axum::Json<Value> {
 
 async fn server_metadata(State(s): State<OAuthServer>) -> axum::Json<Value> {
     axum::Json(json!({
-        "issuer": s.base,
-        "authorization_endpoint": format!("{}/authorize", s.base),
-        "token_endpoint": format!("{}/token", s.base),
-        "registration_endpoint": format!("{}/register", s.base),
+        "issuer": s.issuer,
+        "authorization_endpoint": format!("{}/authorize", s.issuer),
+        "token_endpoint": format!("{}/token", s.issuer),
+        "registration_endpoint": format!("{}/register", s.issuer),
         "response_types_supported": ["code"],
         "grant_types_supported": ["authorization_code", "refresh_token"],
         "code_challenge_methods_supported": ["S256"],
@@ -272,7 +299,7 @@ async fn authorize(
     to.query_pairs_mut()
         .append_pair("code", &code)
         .append_pair("state", &state)
-        .append_pair("iss", &s.base);
+        .append_pair("iss", &s.issuer);
     Redirect::to(to.as_str()).into_response()
 }
 

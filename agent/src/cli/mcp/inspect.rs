@@ -56,7 +56,29 @@ pub async fn list(setup: Setup) -> anyhow::Result<ExitCode> {
 /// does not get. Nothing is started.
 pub fn get(setup: Setup, name: &str) -> anyhow::Result<ExitCode> {
     let spec = find(&setup, name)?;
-    print(&describe(spec, &Hub::withheld_env(spec)))
+    let hub = &setup.config.hub;
+    // Another NanoHermes gets this agent's model settings (hub/agents.rs).
+    let inherited: Vec<String> = match (&spec.transport, &hub.subagent_model) {
+        (Transport::Stdio(stdio), Some(model))
+            if crate::hub::is_nanohermes_serve(stdio, &hub.builtin_exe) =>
+        {
+            model.env().into_iter().map(|(name, _)| name).collect()
+        }
+        _ => Vec::new(),
+    };
+    let withheld: Vec<String> = Hub::withheld_env(spec)
+        .into_iter()
+        .filter(|name| !inherited.contains(name))
+        .collect();
+    let mut text = describe(spec, &withheld);
+    if !inherited.is_empty() {
+        text.push_str(&format!(
+            "inherits: {} (this agent's model settings: a NanoHermes subagent; the entry's env \
+             overrides them)\n",
+            inherited.join(", ")
+        ));
+    }
+    print(&text)
 }
 
 /// `mcp call NAME TOOL JSON`: starts only that server, calls the tool once,
