@@ -41,10 +41,12 @@
 //! docker socket) are not restricted.
 
 mod child;
+mod contain;
 mod denial;
 mod probe_cache;
 mod protect;
 mod rules;
+mod scan;
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -220,9 +222,11 @@ pub struct Sandbox {
     support: Option<Support>,
     /// read-only's private temp directory, removed with the last clone.
     private_tmp: Option<Arc<tempfile::TempDir>>,
-    /// The repository's directories outside `root/.git`: writable, with
-    /// their hooks and config protected.
+    /// The repository's directories outside `root/.git`: protected like
+    /// it (writable only to a commit's sandbox, and then in part).
     git_dirs: Vec<PathBuf>,
+    /// What commands may do to the git directories ([`Sandbox::for_git_commit`]).
+    git_access: protect::GitAccess,
 }
 
 /// What a command runs under, once [`Sandbox::confine`] has set it up.
@@ -266,19 +270,63 @@ impl Sandbox {
             support,
             private_tmp,
             git_dirs: Vec::new(),
+            git_access: protect::GitAccess::ReadOnly,
         }
     }
 
     /// The same sandbox for a repository whose git directories are `dirs`
     /// (absolute; `git rev-parse --absolute-git-dir --git-common-dir`):
-    /// in workspace-write they are writable like the root, their hooks and
-    /// config protected like `root/.git`'s, so a root below the top of its
-    /// repository, or a worktree, can still commit.
+    /// in workspace-write they are protected like `root/.git` (read-only,
+    /// or in a [`for_git_commit`](Self::for_git_commit) sandbox writable as
+    /// a commit needs), so a root below the top of its repository, or a
+    /// worktree, can still commit.
     pub fn with_git_dirs(&self, dirs: Vec<PathBuf>) -> Sandbox {
         Sandbox {
             git_dirs: dirs,
             ..self.clone()
         }
+    }
+
+    /// The sandbox of one `git commit` (and its staging and hooks): the
+    /// same policy, but the git directories (`root/.git` and those of
+    /// [`with_git_dirs`](Self::with_git_dirs)) are writable as a commit
+    /// needs (objects, refs, logs, index, `HEAD`), while their hooks,
+    /// config, `commondir`, `gitdir`, `config.worktree`, `info/` and
+    /// `modules/`, the `core.hooksPath` directories and everything else
+    /// protected stay read-only. Only the git server's commit uses it; a
+    /// shell command never runs in it.
+    pub fn for_git_commit(&self) -> Sandbox {
+        Sandbox {
+            git_access: protect::GitAccess::Commit,
+            ..self.clone()
+        }
+    }
+
+    /// The sandbox for git's read-only tools (status, diff, log, show):
+    /// `read-only` (nothing writable but a private temp directory) with the
+    /// network off, on the same system support. It confines even when this
+    /// sandbox is `danger-full-access`: git reads a repository a command or
+    /// a clone may have planted, and must not run what it plants outside.
+    /// When the kernel cannot enforce it, the user's `sandbox_unavailable`
+    /// applies, except that a `danger-full-access` user, who asked for no
+    /// sandbox at all, gets `warn` (git runs with a warning) rather than a
+    /// refusal. Each call makes a new private temp directory: make it once
+    /// and keep it.
+    pub fn reader(&self) -> Sandbox {
+        let when_unavailable = match self.policy.mode {
+            SandboxMode::DangerFullAccess => WhenUnavailable::Warn,
+            _ => self.policy.when_unavailable,
+        };
+        let policy = SandboxPolicy {
+            mode: SandboxMode::ReadOnly,
+            network: false,
+            writable: Vec::new(),
+            when_unavailable,
+            temp_dir: self.policy.temp_dir.clone(),
+        };
+        let mut reader = Sandbox::build(policy, &self.root, self.support.clone());
+        reader.git_dirs = self.git_dirs.clone();
+        reader
     }
 
     /// No sandbox (`danger-full-access`), for callers that confine nothing.
@@ -311,22 +359,24 @@ impl Sandbox {
                 n => format!("filesystem confinement (this kernel has Landlock ABI {n}; ABI {} from Linux 6.2 is needed)", rules::FS_ABI),
             });
         }
-        if !self.policy.network && abi < rules::NET_ABI {
+        if let Err(why) = &self.support().namespaces {
+            if !self.policy.network {
+                missing.push(format!(
+                    "network off for every protocol (a network namespace: {why}; {})",
+                    if abi >= rules::NET_ABI {
+                        "only TCP is refused, by Landlock: UDP, DNS and raw sockets are not"
+                    } else {
+                        "nor does this kernel's Landlock refuse TCP (ABI 4 from Linux 6.7)"
+                    }
+                ));
+            }
+            if self.policy.mode == SandboxMode::WorkspaceWrite {
+                missing.push(format!(
+                    "write protection of the git directory, .nanohermes, hooks.json and .mcp.json ({why})"
+                ));
+            }
             missing.push(format!(
-                "network off (TCP rules need Landlock ABI {} from Linux 6.7; this kernel has {})",
-                rules::NET_ABI,
-                if abi == 0 {
-                    "none".to_owned()
-                } else {
-                    format!("ABI {abi}")
-                }
-            ));
-        }
-        if self.policy.mode == SandboxMode::WorkspaceWrite
-            && let Err(why) = &self.support().namespaces
-        {
-            missing.push(format!(
-                "write protection of .git/hooks, .git/config and .nanohermes ({why})"
+                "containment of the command's processes in a PID namespace ({why})"
             ));
         }
         if self.policy.mode == SandboxMode::ReadOnly && self.private_tmp.is_none() {
@@ -437,18 +487,28 @@ impl Sandbox {
         } else {
             None
         };
-        let protect = match (&self.policy.mode, &self.support().namespaces) {
-            (SandboxMode::WorkspaceWrite, Ok(())) => {
-                Some(protect::plan(&self.root, &cwd, &self.git_dirs))
+        let mut truncated = false;
+        let protect = self.support().namespaces.is_ok().then(|| {
+            let mut protect = protect::isolate(&cwd, self.policy.network);
+            if self.policy.mode == SandboxMode::WorkspaceWrite {
+                truncated = protect.workspace(&self.root, &self.git_dirs, self.git_access);
             }
-            _ => None,
-        };
+            protect
+        });
         if let Some(tmp) = &self.private_tmp {
             command.env("TMPDIR", tmp.path());
         }
         child::install(command, child::ChildSteps::new(protect, ruleset));
-        if missing.is_empty() {
+        if missing.is_empty() && !truncated {
             Ok(Confined::Fully)
+        } else if missing.is_empty() {
+            Ok(Confined::Partly(format!(
+                "WARNING: the workspace has more than {} directories; nested repositories, \
+                 .nanohermes, hooks.json and .mcp.json beyond the first {} were not looked for, \
+                 so the command could write those",
+                scan::MAX_DIRS,
+                scan::MAX_DIRS
+            )))
         } else {
             Ok(Confined::Partly(format!(
                 "WARNING: the sandbox ({}) is not fully enforced on this system: {}; the command ran without it (sandbox_unavailable = \"warn\")",
