@@ -40,14 +40,14 @@ pub mod signals;
 pub mod tasks;
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use mcp_tools::ToolContext;
-use mcp_tools::spawn::{Sandbox, SandboxPolicy};
+use mcp_tools::spawn::{Sandbox, SandboxMode, SandboxPolicy};
+use mcp_tools::{CallGrants, ToolContext};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
+use rmcp::model::{Implementation, RequestMetaObject, ServerCapabilities, ServerConfig};
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
@@ -92,6 +92,9 @@ pub struct TaskIdArgs {
 pub struct ShellServer {
     ctx: Arc<ToolContext>,
     sandbox: Sandbox,
+    /// The sandbox narrowed to `read-only`, for calls granted only that
+    /// (Plan and Debug modes): made on first use, kept for its temp dir.
+    read_only: Arc<OnceLock<Sandbox>>,
     tasks: Arc<Tasks>,
     tool_router: ToolRouter<Self>,
 }
@@ -119,6 +122,7 @@ impl ShellServer {
             ctx: Arc::new(ctx),
             tasks: Arc::new(Tasks::new(buffer_limit, sandbox.clone())),
             sandbox,
+            read_only: Arc::new(OnceLock::new()),
             tool_router: Self::tool_router(),
         }
     }
@@ -157,10 +161,11 @@ impl ShellServer {
             .clamp(1, MAX_TIMEOUT_SECS);
         // A cancelled request (or a server shutting down) kills the group.
         let cancelled = context.ct.clone();
+        let sandbox = self.sandbox_for(&context.meta);
         run::run_command(
             &args.command,
             &cwd,
-            &self.sandbox,
+            &sandbox,
             Duration::from_secs(secs),
             self.ctx.max_output,
             async move { cancelled.cancelled().await },
@@ -179,11 +184,15 @@ impl ShellServer {
     async fn task_start(
         &self,
         Parameters(args): Parameters<TaskStartArgs>,
+        meta: RequestMetaObject,
     ) -> Result<String, String> {
         if args.command.trim().is_empty() {
             return Err("command is empty: give a shell command line".to_string());
         }
-        let (id, pgid, warning) = self.tasks.start(&args.command, self.ctx.workspace.root())?;
+        let sandbox = self.sandbox_for(&meta);
+        let (id, pgid, warning) =
+            self.tasks
+                .start_in(&args.command, self.ctx.workspace.root(), &sandbox)?;
         let warning = warning.map(|w| format!("{w}\n")).unwrap_or_default();
         Ok(format!(
             "{warning}started task {id} (process group {pgid}): {}\nRead its output with task_output {{\"id\": {id}}}; stop it with task_kill.",
@@ -220,6 +229,25 @@ impl ShellServer {
 }
 
 impl ShellServer {
+    /// The sandbox for a call: the server's, or, when the call's `_meta`
+    /// grants only the read-only sandbox ([`CallGrants`]), the server's
+    /// narrowed to `read-only`. A grant only narrows: nothing in `_meta`
+    /// widens the server's sandbox.
+    fn sandbox_for(&self, meta: &RequestMetaObject) -> Sandbox {
+        let grants = CallGrants::from_meta(&meta.0.0);
+        if !grants.read_only_sandbox || self.sandbox.policy().mode == SandboxMode::ReadOnly {
+            return self.sandbox.clone();
+        }
+        self.read_only
+            .get_or_init(|| {
+                Sandbox::new(
+                    self.sandbox.policy().narrowed_to_read_only(),
+                    self.ctx.workspace.root(),
+                )
+            })
+            .clone()
+    }
+
     fn cwd(&self, cwd: Option<&str>) -> Result<PathBuf, String> {
         let Some(cwd) = cwd.map(str::trim).filter(|c| !c.is_empty()) else {
             return Ok(self.ctx.workspace.root().to_path_buf());

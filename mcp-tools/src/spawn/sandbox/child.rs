@@ -109,7 +109,9 @@ pub fn answer_probe() {
 /// through this binary's [`answer_probe`] when it has one.
 pub(super) fn probe_namespaces() -> Result<(), String> {
     let refused = |e: io::Error| {
-        format!("this system does not let a process make user, mount, PID and network namespaces: {e}")
+        format!(
+            "this system does not let a process make user, mount, PID and network namespaces: {e}"
+        )
     };
     let self_spawned = ANSWERS_PROBE.load(Ordering::Relaxed);
     let mut command = if self_spawned {

@@ -56,7 +56,14 @@ pub(super) fn split() -> io::Result<()> {
         }
         if pid == 0 {
             libc::close(fds[1]);
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
                 return Err(io::Error::last_os_error());
             }
             let mut poll = libc::pollfd {

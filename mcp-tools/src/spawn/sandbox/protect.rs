@@ -45,14 +45,7 @@ pub(super) enum GitAccess {
 
 /// The parts of a git directory that decide what git runs or where it
 /// looks, read-only even for a commit.
-const GIT_FIXED: &[&str] = &[
-    "config",
-    "commondir",
-    "gitdir",
-    "config.worktree",
-    "info",
-    "modules",
-];
+const GIT_FIXED: &[&str] = &["config", "commondir", "gitdir", "config.worktree"];
 
 /// What the child does before Landlock, every string made in advance.
 #[derive(Debug)]
@@ -114,18 +107,25 @@ struct Plan {
 
 impl Plan {
     /// A git directory: read-only whole, or for a commit pinned with the
-    /// parts git never writes for one read-only (hooks made if missing).
+    /// parts git never writes for one read-only (`hooks/`, `info/`,
+    /// `modules/` made if missing; a missing `commondir`, `gitdir` or
+    /// `config.worktree` cannot be: a commit creates files beside them).
     fn git_dir(&mut self, git: &Path, access: GitAccess) {
         if access == GitAccess::ReadOnly {
             self.read_only.push(git.to_path_buf());
             return;
         }
         self.pins.insert(git.to_path_buf());
-        let hooks = git.join("hooks");
-        if !hooks.exists() {
-            let _ = std::fs::create_dir(&hooks);
+        // Made if missing, as `git init` makes them, so they can be
+        // protected: a file a commit's hook creates there would decide
+        // what git runs next.
+        for name in ["hooks", "info", "modules"] {
+            let dir = git.join(name);
+            if !dir.exists() {
+                let _ = std::fs::create_dir(&dir);
+            }
+            self.read_only.push(dir);
         }
-        self.read_only.push(hooks);
         self.read_only
             .extend(GIT_FIXED.iter().map(|name| git.join(name)));
     }
@@ -247,7 +247,11 @@ impl Protect {
 /// `unshare(flags)` (a user and a mount namespace at least), the id maps,
 /// and every mount made private, so nothing done here reaches the
 /// parent's namespace.
-pub(super) fn enter_namespaces(uid_map: &[u8], gid_map: &[u8], flags: CloneFlags) -> io::Result<()> {
+pub(super) fn enter_namespaces(
+    uid_map: &[u8],
+    gid_map: &[u8],
+    flags: CloneFlags,
+) -> io::Result<()> {
     unshare(flags).map_err(errno)?;
     write_proc(c"/proc/self/setgroups", b"deny")?;
     write_proc(c"/proc/self/uid_map", uid_map)?;
