@@ -305,3 +305,40 @@ async fn network_off_stops_udp_and_name_lookups_and_on_lets_them_through() {
     let (received, out) = udp_reaches_the_host(&on, &dirs.root).await;
     assert!(received, "with the network on, UDP must work: {out}");
 }
+
+/// The cost of confining one command on a big tree: the walk for protected
+/// paths, `git config` for `core.hooksPath`, the namespaces and the extra
+/// fork. Run by hand: `NANOHERMES_BIG_TREE=DIR cargo test -p mcp-tools
+/// --test sandbox_attacks cost -- --ignored --nocapture`.
+#[tokio::test]
+#[ignore = "a measurement: needs NANOHERMES_BIG_TREE"]
+async fn cost_of_one_sandboxed_command_on_a_big_tree() {
+    let root = PathBuf::from(std::env::var_os("NANOHERMES_BIG_TREE").unwrap());
+    let n = 20;
+    for (label, policy) in [
+        (
+            "workspace-write",
+            policy(SandboxMode::WorkspaceWrite, false),
+        ),
+        ("read-only", policy(SandboxMode::ReadOnly, false)),
+        ("danger-full-access", SandboxPolicy::full_access()),
+    ] {
+        let sandbox = Sandbox::new(policy, &root);
+        let mut confine = std::time::Duration::ZERO;
+        let started = std::time::Instant::now();
+        for _ in 0..n {
+            let mut command = spawn::command("true", &EnvPolicy::ScrubSecrets);
+            command.current_dir(&root);
+            let t = std::time::Instant::now();
+            assert!(sandbox.confine(&mut command).is_ok());
+            confine += t.elapsed();
+            let (child, _tree) = command.spawn().unwrap();
+            assert!(child.wait_with_output().await.unwrap().status.success());
+        }
+        println!(
+            "{label}: confine {:?}/command, confine+spawn+wait {:?}/command",
+            confine / n,
+            started.elapsed() / n
+        );
+    }
+}

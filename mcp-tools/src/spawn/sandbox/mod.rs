@@ -227,6 +227,8 @@ pub struct Sandbox {
     git_dirs: Vec<PathBuf>,
     /// What commands may do to the git directories ([`Sandbox::for_git_commit`]).
     git_access: protect::GitAccess,
+    /// The last walk for protected paths, shared by clones.
+    walked: Arc<std::sync::Mutex<scan::Cache>>,
 }
 
 /// What a command runs under, once [`Sandbox::confine`] has set it up.
@@ -271,6 +273,7 @@ impl Sandbox {
             private_tmp,
             git_dirs: Vec::new(),
             git_access: protect::GitAccess::ReadOnly,
+            walked: Arc::default(),
         }
     }
 
@@ -491,7 +494,8 @@ impl Sandbox {
         let protect = self.support().namespaces.is_ok().then(|| {
             let mut protect = protect::isolate(&cwd, self.policy.network);
             if self.policy.mode == SandboxMode::WorkspaceWrite {
-                truncated = protect.workspace(&self.root, &self.git_dirs, self.git_access);
+                truncated =
+                    protect.workspace(&self.root, &self.git_dirs, self.git_access, &self.walked);
             }
             protect
         });

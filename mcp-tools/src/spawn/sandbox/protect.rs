@@ -143,7 +143,13 @@ impl Protect {
     /// not `root/.git` (a root below the top of its repository, a
     /// worktree). Returns whether the walk stopped before the end of the
     /// tree ([`scan::MAX_DIRS`]).
-    pub(super) fn workspace(&mut self, root: &Path, git_dirs: &[PathBuf], git: GitAccess) -> bool {
+    pub(super) fn workspace(
+        &mut self,
+        root: &Path,
+        git_dirs: &[PathBuf],
+        git: GitAccess,
+        cache: &std::sync::Mutex<scan::Cache>,
+    ) -> bool {
         let mut plan = Plan::default();
         let nanohermes = root.join(".nanohermes");
         if !nanohermes.exists() && std::fs::create_dir(&nanohermes).is_ok() {
@@ -168,7 +174,7 @@ impl Protect {
             }
             plan.read_only.push(hooks);
         }
-        let found = scan::walk(root);
+        let found = scan::walk(root, cache);
         for path in found.git.into_iter().chain(found.other) {
             let mut dir = path.parent();
             while let Some(d) = dir.filter(|d| *d != root && d.starts_with(root)) {

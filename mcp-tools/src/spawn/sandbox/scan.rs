@@ -6,12 +6,14 @@
 //!
 //! The walk is bounded ([`MAX_DIRS`]) and never enters a `.git` or
 //! `.nanohermes` directory (protected whole), a symlink (a bind mount
-//! would follow it elsewhere) or another filesystem. It costs one
-//! `getdents` per directory and one `lstat` per subdirectory, in the
-//! parent, before the fork.
+//! would follow it elsewhere) or another filesystem. It runs in the
+//! parent, before the fork: one `lstat` per directory, and a read of the
+//! directories whose change time moved since the last walk ([`Cache`]).
 
+use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 /// The most directories one walk reads; past it the rest of the tree is
 /// not searched, and the command's result says so.
@@ -33,56 +35,97 @@ pub(super) struct Found {
     pub truncated: bool,
 }
 
-/// Walks `root` (see the module doc).
-pub(super) fn walk(root: &Path) -> Found {
+/// What one directory held at its last read, valid while its change time
+/// is the same: any entry created, removed or renamed in it, or a
+/// `touch` of it, changes that (unlike the modification time, no one can
+/// set it back).
+#[derive(Debug, Clone)]
+struct Listing {
+    changed: (i64, i64),
+    subdirs: Vec<PathBuf>,
+    git: Vec<PathBuf>,
+    other: Vec<PathBuf>,
+}
+
+/// The listings of the last walk, so the next one reads again only the
+/// directories that changed (one `lstat` each for the rest). Shared by
+/// the clones of a sandbox.
+#[derive(Debug, Default)]
+pub(super) struct Cache {
+    dirs: HashMap<PathBuf, Listing>,
+}
+
+/// Walks `root` (see the module doc), reusing `cache` for directories
+/// that did not change.
+pub(super) fn walk(root: &Path, cache: &Mutex<Cache>) -> Found {
     let mut found = Found::default();
     let Ok(dev) = std::fs::symlink_metadata(root).map(|m| m.dev()) else {
         return found;
     };
+    let mut cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut seen = HashMap::with_capacity(cache.dirs.len());
     let mut stack = vec![root.to_path_buf()];
-    let mut visited = 0;
     while let Some(dir) = stack.pop() {
-        visited += 1;
-        if visited > MAX_DIRS {
+        if seen.len() >= MAX_DIRS {
             found.truncated = true;
             break;
         }
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+        let Ok(meta) = std::fs::symlink_metadata(&dir) else {
             continue;
         };
-        let at_root = dir == root;
-        for entry in entries.flatten() {
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            if kind.is_symlink() {
-                continue;
+        if !meta.is_dir() || meta.dev() != dev {
+            continue;
+        }
+        let changed = (meta.ctime(), meta.ctime_nsec());
+        let listing = match cache.dirs.remove(&dir) {
+            Some(listing) if listing.changed == changed => listing,
+            _ => list(&dir, dir == root, changed),
+        };
+        stack.extend(listing.subdirs.iter().cloned());
+        found.git.extend(listing.git.iter().cloned());
+        found.other.extend(listing.other.iter().cloned());
+        seen.insert(dir, listing);
+    }
+    cache.dirs = seen;
+    found
+}
+
+/// Reads one directory (see the module doc for what is kept).
+fn list(dir: &Path, at_root: bool, changed: (i64, i64)) -> Listing {
+    let mut listing = Listing {
+        changed,
+        subdirs: Vec::new(),
+        git: Vec::new(),
+        other: Vec::new(),
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return listing;
+    };
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_symlink() {
+            continue;
+        }
+        let name = entry.file_name();
+        let name = name.to_str().unwrap_or("");
+        let path = entry.path();
+        if name == ".git" {
+            if !at_root {
+                listing.git.push(path);
             }
-            let name = entry.file_name();
-            let name = name.to_str().unwrap_or("");
-            let path = entry.path();
-            if name == ".git" {
-                if !at_root {
-                    found.git.push(path);
-                }
-                continue;
+        } else if DIR_NAMES.contains(&name) && kind.is_dir() {
+            if !at_root {
+                listing.other.push(path);
             }
-            if DIR_NAMES.contains(&name) && kind.is_dir() {
-                if !at_root {
-                    found.other.push(path);
-                }
-                continue;
-            }
-            if FILE_NAMES.contains(&name) && kind.is_file() {
-                found.other.push(path);
-                continue;
-            }
-            if kind.is_dir() && entry.metadata().is_ok_and(|m| m.dev() == dev) {
-                stack.push(path);
-            }
+        } else if FILE_NAMES.contains(&name) && kind.is_file() {
+            listing.other.push(path);
+        } else if kind.is_dir() {
+            listing.subdirs.push(path);
         }
     }
-    found
+    listing
 }
 
 /// The directories `core.hooksPath` names for the repository at `root`
