@@ -312,6 +312,7 @@ async fn network_off_stops_udp_and_name_lookups_and_on_lets_them_through() {
 /// --test sandbox_attacks cost -- --ignored --nocapture`.
 #[tokio::test]
 #[ignore = "a measurement: needs NANOHERMES_BIG_TREE"]
+#[allow(clippy::print_stdout)] // A measurement prints its figures.
 async fn cost_of_one_sandboxed_command_on_a_big_tree() {
     let root = PathBuf::from(std::env::var_os("NANOHERMES_BIG_TREE").unwrap());
     let n = 20;

@@ -23,10 +23,15 @@
 //! - every command runs in the kit's sandbox ([`mcp_tools::spawn::Sandbox`],
 //!   default `workspace-write` with the network off): the kernel refuses
 //!   writes outside the root, the temp directory and configured paths, and
-//!   to `.git/hooks`, `.git/config` and `.nanohermes`; a failure that looks
-//!   like its refusal ends with a note naming the mode and how the user
-//!   widens it; where the kernel cannot enforce it, commands are refused or
-//!   run with a warning, as configured, never silently;
+//!   to what decides what runs later (the git directory, nested `.git`,
+//!   `core.hooksPath`, `.nanohermes`, `hooks.json`, `.mcp.json`); with the
+//!   network off no protocol reaches anything; a command is pid 1 of a PID
+//!   namespace, so all it starts dies with it; a call whose `_meta` grants
+//!   only the read-only sandbox ([`mcp_tools::CallGrants`]) runs narrowed
+//!   to `read-only`, and `_meta` never widens; a failure that looks like
+//!   its refusal ends with a note naming the mode and how the user widens
+//!   it; where the kernel cannot enforce it, commands are refused or run
+//!   with a warning, as configured, never silently;
 //! - a non-zero exit is a normal result; output is clamped to
 //!   `--max-output` keeping each stream's head and tail, and buffered in
 //!   bounded memory however much a command prints;

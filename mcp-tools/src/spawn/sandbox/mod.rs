@@ -5,23 +5,35 @@
 //! Modes, named as Codex names them ([`SandboxMode`]):
 //! - `workspace-write`: read everywhere; write only inside the workspace
 //!   root, the system temp directory, a few devices (`/dev/null`, ttys,
-//!   `/dev/shm`) and the configured extra paths; never `.git/hooks`,
-//!   `.git/config` or `.nanohermes/` inside the root;
+//!   `/dev/shm`) and the configured extra paths; never what decides what
+//!   runs later: the workspace's git directory (all of it), a nested
+//!   repository's `.git`, the `core.hooksPath` directories, and every
+//!   `.nanohermes/`, `hooks.json` and `.mcp.json` under the root. Only the
+//!   git server's commit ([`Sandbox::for_git_commit`]) writes git's state;
 //! - `read-only`: read everywhere; write only a private temp directory
-//!   (also given as `TMPDIR`) and the devices;
+//!   (also given as `TMPDIR`) and the devices ([`Sandbox::reader`] is this,
+//!   network off, for git's read-only tools);
 //! - `danger-full-access`: no sandbox.
 //!
-//! With `network` off, no TCP connect or bind (Landlock ABI 4). From ABI 6
-//! a command also cannot signal processes outside its own tree, nor
-//! connect to abstract unix sockets made outside it.
+//! With `network` off, a command runs in a network namespace of its own:
+//! nothing but a loopback that is down, so no TCP, UDP, DNS or raw socket
+//! reaches anything; Landlock's TCP rules (ABI 4) stay as a second layer.
+//! From ABI 6 a command also cannot signal processes outside its own
+//! tree, nor connect to abstract unix sockets made outside it.
 //!
-//! How: the Landlock ruleset is built before the fork ([`rules`]); in the
-//! child only the async-signal-safe steps remain ([`child`]): a user and
-//! mount namespace in which `.git/hooks`, `.git/config` and `.nanohermes`
-//! are read-only bind mounts and `.git` a mount point (so it cannot be
-//! renamed away), then `landlock_restrict_self`. Landlock alone cannot do
-//! that part: its rules only add rights down a hierarchy, so a root that
-//! may create files lets every directory below it create them too.
+//! Every sandboxed command is contained: it runs as pid 1 of a PID
+//! namespace of its own, below a waiter that std spawned (`contain.rs`),
+//! so everything it starts (`setsid`, `env -i`, double forks) dies with
+//! it, with no environment marker involved.
+//!
+//! How: the Landlock ruleset and the protected paths are planned before
+//! the fork ([`rules`], `protect.rs`, `scan.rs`); in the child only
+//! async-signal-safe steps remain ([`child`]): a user namespace owning
+//! mount, PID and (network off) network namespaces, the read-only bind
+//! mounts, the split into waiter and pid 1, then `landlock_restrict_self`.
+//! Landlock alone cannot protect paths inside the root: its rules only add
+//! rights down a hierarchy, so a root that may create files lets every
+//! directory below it create them too.
 //!
 //! Honest when unavailable: [`Support`] is probed once per process (the
 //! namespace probe's yes is kept for the next process with the same boot,
@@ -33,12 +45,25 @@
 //! `abi=N`, `no-namespaces`, comma-separated) makes a process believe its
 //! kernel lacks them, for tests.
 //!
-//! Known limits (also in the README): only the root's own `.git` is
-//! protected, not a nested repository's or a submodule's; a `.git` or
-//! `.nanohermes` that is a symlink is not protected; a command that creates
-//! `.git` (`git init`) can write that new repository's hooks until the next
-//! command starts; UDP (DNS) and pathname unix sockets (an ssh agent, the
-//! docker socket) are not restricted.
+//! Known limits (also in the README):
+//! - protected paths are found when a command starts: a `hooks.json`,
+//!   `.mcp.json`, `.nanohermes/` or nested repository the command itself
+//!   creates is writable by it until the next command starts (trust bound
+//!   to content is what stops a new one from running unasked); one that is
+//!   a symlink is not protected; the walk stops after 100,000 directories
+//!   (the command's result then says so);
+//! - a nested repository's own `core.hooksPath` directory is not looked up
+//!   (its `.git`, config included, is read-only);
+//! - in the commit's sandbox a `commondir`, `gitdir` or `config.worktree`
+//!   that did not exist can be created (git creates files beside them);
+//! - pathname unix sockets (an ssh agent, the docker socket) are reachable
+//!   with the network off;
+//! - the command sees its own PID namespace (`$$` is 1), and as pid 1 it
+//!   ignores a signal it has no handler for when another process of its
+//!   namespace sends it (`kill $$` from inside does nothing); a SIGTERM to
+//!   its group from outside ends it and everything it started at once;
+//! - `danger-full-access` confines and contains nothing: a process started
+//!   with `setsid env -i` there can outlive the agent.
 
 mod child;
 mod contain;
@@ -68,8 +93,9 @@ use super::SpawnCommand;
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum SandboxMode {
-    /// Read everywhere; write only in the workspace (not its `.git/hooks`,
-    /// `.git/config`, `.nanohermes`), the temp directory and `sandbox_writable`.
+    /// Read everywhere; write only in the workspace (never a git directory,
+    /// `core.hooksPath`, `.nanohermes`, `hooks.json`, `.mcp.json`), the temp
+    /// directory and `sandbox_writable`.
     #[default]
     WorkspaceWrite,
     /// Read everywhere; write only a private temp directory.
@@ -118,7 +144,8 @@ impl WhenUnavailable {
 pub struct SandboxPolicy {
     /// How far commands may write.
     pub mode: SandboxMode,
-    /// Commands may open TCP connections and bind TCP ports.
+    /// Commands have the network (off: a network namespace of their own,
+    /// no TCP, UDP, DNS or raw socket reaches anything).
     pub network: bool,
     /// Extra paths commands may write (workspace-write only), absolute.
     pub writable: Vec<PathBuf>,
@@ -187,7 +214,7 @@ pub struct SandboxArgs {
     /// How far commands may write: workspace-write, read-only or danger-full-access.
     #[arg(long, value_enum, value_name = "MODE", default_value_t = SandboxMode::WorkspaceWrite)]
     pub sandbox: SandboxMode,
-    /// Let commands open TCP connections and bind TCP ports.
+    /// Give commands the network (off: no TCP, UDP or DNS at all).
     #[arg(long)]
     pub sandbox_network: bool,
     /// One more path commands may write (workspace-write). Repeatable.
