@@ -54,6 +54,11 @@
 //!   (the command's result then says so);
 //! - a nested repository's own `core.hooksPath` directory is not looked up
 //!   (its `.git`, config included, is read-only);
+//! - each directory on the way to a nested protected path is a mount point
+//!   in the command's namespace: a `rename(2)` across it fails with `EXDEV`
+//!   (`mv` copies instead);
+//! - `core.hooksPath` is read with `git config`, outside the sandbox (it
+//!   reads config files and runs nothing);
 //! - in the commit's sandbox a `commondir`, `gitdir` or `config.worktree`
 //!   that did not exist can be created (git creates files beside them);
 //! - pathname unix sockets (an ssh agent, the docker socket) are reachable
