@@ -230,7 +230,12 @@ async fn a_build_and_a_commit_still_run_inside_the_sandbox() {
     assert!(ok && out == "x\n", "{out}");
     let commit = "echo hi > a.txt && git add a.txt && \
                   git -c user.name=t -c user.email=t@t commit -q -m first && git log --oneline | wc -l";
+    // A command cannot write git's state; the git server's commit can.
     let (ok, out) = run(&sandbox, &dirs, commit).await;
+    assert!(!ok && out.contains("Read-only file system"), "{out}");
+    let note = sandbox.explain_failure(ok, &out).unwrap();
+    assert!(note.contains("git_commit"), "{note}");
+    let (ok, out) = run(&sandbox.for_git_commit(), &dirs, commit).await;
     assert!(ok && out.trim() == "1", "{out}");
 }
 

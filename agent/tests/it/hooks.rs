@@ -128,9 +128,10 @@ fn is_gone(pid: &str) -> bool {
 #[tokio::test]
 async fn a_pre_tool_use_hook_past_its_timeout_is_killed_with_its_children_and_blocks() {
     let dir = tempfile::tempdir().unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let pid_file = out.path().join("bg.pid");
-    let command = format!("sleep 300 & echo $! > '{}'; wait", pid_file.display());
+    // The hook's own pids (`$!`) are those of its sandbox's PID namespace:
+    // its child is found by an argument no other process has.
+    let token = format!("300.{}77", std::process::id());
+    let command = format!("sleep {token} & wait");
 
     let (result, written) = write_under(dir.path(), pre_tool_use("write_file", &command, 1)).await;
 
@@ -141,15 +142,30 @@ async fn a_pre_tool_use_hook_past_its_timeout_is_killed_with_its_children_and_bl
         )
     );
     assert!(!written, "a guard that did not answer did not approve");
-    let pid = std::fs::read_to_string(&pid_file).unwrap();
-    let pid = pid.trim();
     // Generous: the kill is sent before the result is returned; this only
     // waits for the kernel to finish the process.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !is_gone(pid) && std::time::Instant::now() < deadline {
+    while !with_token(&token).is_empty() && std::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(is_gone(pid), "the hook's background child {pid} was killed");
+    assert!(
+        with_token(&token).is_empty(),
+        "the hook's background child was killed"
+    );
+}
+
+/// Live processes with `token` as one of their arguments.
+fn with_token(token: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.split(|b| *b == 0).any(|arg| arg == token.as_bytes()))
+                && !is_gone(pid)
+        })
+        .collect()
 }
 
 #[tokio::test]

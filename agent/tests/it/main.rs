@@ -16,6 +16,8 @@ mod cli;
 mod compaction;
 /// The config layer on real files: layering, trust, pasted Codex/Claude configs, error texts, --mcp.
 mod config;
+/// No process outlives the agent: escapes of a task after a SIGKILL of the real binary.
+mod containment;
 /// Deferred tools: the budget edge, pinning, tool_search finding and surfacing, calls by name,
 /// the policy, late servers, resume and what the user sees.
 mod deferred;

@@ -19,7 +19,12 @@
 //! [`become_subreaper`] makes orphans come back to the owner, which makes
 //! finding them cheap and collects their exit statuses.
 //!
-//! Known limit: a process that both clears its environment (`env -i`) and
+//! A sandboxed command is also contained by the kernel ([`sandbox`]): it is
+//! pid 1 of a PID namespace whose every process dies with it, and it dies
+//! with the tree's leader, whatever the processes do to their environment.
+//!
+//! Known limit, for what is not sandboxed (`danger-full-access`, MCP
+//! servers): a process that both clears its environment (`env -i`) and
 //! leaves the tree's group is not attributed to its tree; with the
 //! subreaper it is killed when the owner exits, without it, not at all.
 

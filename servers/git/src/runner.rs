@@ -247,7 +247,7 @@ impl Git {
                         .collect(),
                     _ => Vec::new(),
                 };
-                self.sandbox.with_git_dirs(dirs)
+                self.sandbox.with_git_dirs(dirs).for_git_commit()
             })
             .await
             .clone()

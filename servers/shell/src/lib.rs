@@ -23,10 +23,15 @@
 //! - every command runs in the kit's sandbox ([`mcp_tools::spawn::Sandbox`],
 //!   default `workspace-write` with the network off): the kernel refuses
 //!   writes outside the root, the temp directory and configured paths, and
-//!   to `.git/hooks`, `.git/config` and `.nanohermes`; a failure that looks
-//!   like its refusal ends with a note naming the mode and how the user
-//!   widens it; where the kernel cannot enforce it, commands are refused or
-//!   run with a warning, as configured, never silently;
+//!   to what decides what runs later (the git directory, nested `.git`,
+//!   `core.hooksPath`, `.nanohermes`, `hooks.json`, `.mcp.json`); with the
+//!   network off no protocol reaches anything; a command is pid 1 of a PID
+//!   namespace, so all it starts dies with it; a call whose `_meta` grants
+//!   only the read-only sandbox ([`mcp_tools::CallGrants`]) runs narrowed
+//!   to `read-only`, and `_meta` never widens; a failure that looks like
+//!   its refusal ends with a note naming the mode and how the user widens
+//!   it; where the kernel cannot enforce it, commands are refused or run
+//!   with a warning, as configured, never silently;
 //! - a non-zero exit is a normal result; output is clamped to
 //!   `--max-output` keeping each stream's head and tail, and buffered in
 //!   bounded memory however much a command prints;
@@ -40,14 +45,14 @@ pub mod signals;
 pub mod tasks;
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use mcp_tools::ToolContext;
-use mcp_tools::spawn::{Sandbox, SandboxPolicy};
+use mcp_tools::spawn::{Sandbox, SandboxMode, SandboxPolicy};
+use mcp_tools::{CallGrants, ToolContext};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
+use rmcp::model::{Implementation, RequestMetaObject, ServerCapabilities, ServerConfig};
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
@@ -92,6 +97,9 @@ pub struct TaskIdArgs {
 pub struct ShellServer {
     ctx: Arc<ToolContext>,
     sandbox: Sandbox,
+    /// The sandbox narrowed to `read-only`, for calls granted only that
+    /// (Plan and Debug modes): made on first use, kept for its temp dir.
+    read_only: Arc<OnceLock<Sandbox>>,
     tasks: Arc<Tasks>,
     tool_router: ToolRouter<Self>,
 }
@@ -119,6 +127,7 @@ impl ShellServer {
             ctx: Arc::new(ctx),
             tasks: Arc::new(Tasks::new(buffer_limit, sandbox.clone())),
             sandbox,
+            read_only: Arc::new(OnceLock::new()),
             tool_router: Self::tool_router(),
         }
     }
@@ -157,10 +166,11 @@ impl ShellServer {
             .clamp(1, MAX_TIMEOUT_SECS);
         // A cancelled request (or a server shutting down) kills the group.
         let cancelled = context.ct.clone();
+        let sandbox = self.sandbox_for(&context.meta);
         run::run_command(
             &args.command,
             &cwd,
-            &self.sandbox,
+            &sandbox,
             Duration::from_secs(secs),
             self.ctx.max_output,
             async move { cancelled.cancelled().await },
@@ -179,11 +189,15 @@ impl ShellServer {
     async fn task_start(
         &self,
         Parameters(args): Parameters<TaskStartArgs>,
+        meta: RequestMetaObject,
     ) -> Result<String, String> {
         if args.command.trim().is_empty() {
             return Err("command is empty: give a shell command line".to_string());
         }
-        let (id, pgid, warning) = self.tasks.start(&args.command, self.ctx.workspace.root())?;
+        let sandbox = self.sandbox_for(&meta);
+        let (id, pgid, warning) =
+            self.tasks
+                .start_in(&args.command, self.ctx.workspace.root(), &sandbox)?;
         let warning = warning.map(|w| format!("{w}\n")).unwrap_or_default();
         Ok(format!(
             "{warning}started task {id} (process group {pgid}): {}\nRead its output with task_output {{\"id\": {id}}}; stop it with task_kill.",
@@ -220,6 +234,25 @@ impl ShellServer {
 }
 
 impl ShellServer {
+    /// The sandbox for a call: the server's, or, when the call's `_meta`
+    /// grants only the read-only sandbox ([`CallGrants`]), the server's
+    /// narrowed to `read-only`. A grant only narrows: nothing in `_meta`
+    /// widens the server's sandbox.
+    fn sandbox_for(&self, meta: &RequestMetaObject) -> Sandbox {
+        let grants = CallGrants::from_meta(&meta.0.0);
+        if !grants.read_only_sandbox || self.sandbox.policy().mode == SandboxMode::ReadOnly {
+            return self.sandbox.clone();
+        }
+        self.read_only
+            .get_or_init(|| {
+                Sandbox::new(
+                    self.sandbox.policy().narrowed_to_read_only(),
+                    self.ctx.workspace.root(),
+                )
+            })
+            .clone()
+    }
+
     fn cwd(&self, cwd: Option<&str>) -> Result<PathBuf, String> {
         let Some(cwd) = cwd.map(str::trim).filter(|c| !c.is_empty()) else {
             return Ok(self.ctx.workspace.root().to_path_buf());

@@ -5,7 +5,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{call, eventually, group_members, is_alive, pgid_of, read_pid};
+use common::{call, eventually, group_members, pgid_of, unique_sleep, with_token};
 use mcp_tools::ToolContext;
 use mcp_tools::schema::{check_schema_file, tools_document};
 use nanohermes_shell::ShellServer;
@@ -110,15 +110,19 @@ async fn stdin_is_empty() {
     assert!(text.ends_with("--- stdout\nend\n"), "{text}");
 }
 
+// The command's own pids (`$$`, `$!`) are those of its PID namespace,
+// meaningless outside: these tests find its processes by a unique argument.
+
 #[tokio::test]
 async fn a_timeout_kills_the_command_and_its_grandchildren() {
     let dir = tempfile::tempdir().unwrap();
     let client = connect(dir.path()).await;
+    let token = unique_sleep();
     let (text, is_error) = call(
         &client,
         "run_command",
         json!({
-            "command": "echo $$ > sh.pid; sleep 1000 & echo $! > bg.pid; echo started; sleep 1000",
+            "command": format!("sleep {token} & echo started; sleep {token}"),
             "timeout_secs": 1
         }),
     )
@@ -131,32 +135,28 @@ async fn a_timeout_kills_the_command_and_its_grandchildren() {
         "{text}"
     );
     assert!(text.contains("--- stdout\nstarted\n"), "{text}");
-    let (sh, background) = (
-        read_pid(dir.path(), "sh.pid"),
-        read_pid(dir.path(), "bg.pid"),
-    );
     assert!(
-        eventually(|| !is_alive(background)).await,
-        "sleep 1000 & survived"
+        eventually(|| with_token(&token).is_empty()).await,
+        "left behind: {:?}",
+        with_token(&token)
     );
-    assert!(eventually(|| group_members(sh).is_empty()).await);
 }
 
 #[tokio::test]
 async fn a_cancelled_call_kills_the_command_and_its_grandchildren() {
     let dir = tempfile::tempdir().unwrap();
     let client = connect(dir.path()).await;
-    let pid_file = dir.path().join("bg.pid");
+    let token = unique_sleep();
     {
         // Dropping the call future sends notifications/cancelled.
         let running = call(
             &client,
             "run_command",
-            json!({"command": "sleep 1000 & echo $! > bg.pid; sleep 1000"}),
+            json!({"command": format!("sleep {token} & sleep {token}")}),
         );
         tokio::pin!(running);
         let started = async {
-            while !pid_file.exists() {
+            while with_token(&token).len() < 2 {
                 tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             }
         };
@@ -165,11 +165,10 @@ async fn a_cancelled_call_kills_the_command_and_its_grandchildren() {
             _ = started => {}
         }
     }
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    let background = read_pid(dir.path(), "bg.pid");
     assert!(
-        eventually(|| !is_alive(background)).await,
-        "sleep 1000 & survived the cancellation"
+        eventually(|| with_token(&token).is_empty()).await,
+        "survived the cancellation: {:?}",
+        with_token(&token)
     );
 }
 
@@ -177,19 +176,20 @@ async fn a_cancelled_call_kills_the_command_and_its_grandchildren() {
 async fn background_processes_die_when_the_command_exits() {
     let dir = tempfile::tempdir().unwrap();
     let client = connect(dir.path()).await;
+    let token = unique_sleep();
     // The background sleep keeps stdout open: reading must not wait for it.
     let (text, _) = call(
         &client,
         "run_command",
-        json!({"command": "sleep 1000 & echo $! > bg.pid; echo done"}),
+        json!({"command": format!("sleep {token} & echo done")}),
     )
     .await;
     assert!(text.starts_with("exit code: 0"), "{text}");
     assert!(text.ends_with("--- stdout\ndone\n"), "{text}");
-    let background = read_pid(dir.path(), "bg.pid");
     assert!(
-        eventually(|| !is_alive(background)).await,
-        "sleep 1000 & survived"
+        eventually(|| with_token(&token).is_empty()).await,
+        "left behind: {:?}",
+        with_token(&token)
     );
 }
 

@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use landlock::{RulesetCreated, RulesetStatus};
 
-use super::protect::{Protect, enter_namespaces};
+use super::contain;
+use super::protect::{self, Protect, enter_namespaces, id_maps};
 
 /// What the child does, all of it prepared in the parent.
 #[derive(Debug)]
@@ -21,12 +22,16 @@ impl ChildSteps {
         ChildSteps { protect, ruleset }
     }
 
-    /// Mount namespace first (mounting is impossible once Landlock is on),
-    /// then `no_new_privs` and `landlock_restrict_self`. Errors are raw
+    /// Namespaces and mounts first (mounting is impossible once Landlock
+    /// is on), then the split into waiter and pid 1 (`contain.rs`), then,
+    /// in pid 1 only, `no_new_privs` and `landlock_restrict_self`. Errors are raw
     /// errno values: building any other `io::Error` would allocate.
     fn run(&mut self) -> io::Result<()> {
         if let Some(protect) = &self.protect {
             protect.enter()?;
+            if protect.contains() {
+                contain::split()?;
+            }
         }
         if let Some(ruleset) = self.ruleset.take() {
             let status = ruleset
@@ -91,7 +96,7 @@ pub fn answer_probe() {
         return;
     }
     let (uid_map, gid_map) = id_maps();
-    if let Err(e) = enter_namespaces(&uid_map, &gid_map) {
+    if let Err(e) = enter_namespaces(&uid_map, &gid_map, protect::flags(false)) {
         std::process::exit(e.raw_os_error().unwrap_or(libc_eperm()));
     }
     use std::os::unix::process::CommandExt as _;
@@ -99,22 +104,14 @@ pub fn answer_probe() {
     std::process::exit(EXEC_FAILED);
 }
 
-/// This process's uid and gid, each mapped to itself.
-fn id_maps() -> (Vec<u8>, Vec<u8>) {
-    let uid = nix::unistd::getuid();
-    let gid = nix::unistd::getgid();
-    (
-        format!("{uid} {uid} 1\n").into_bytes(),
-        format!("{gid} {gid} 1\n").into_bytes(),
-    )
-}
-
-/// Whether a child can enter a user and mount namespace here: starts
-/// `true` doing just that (once per process, from [`super::Support`]),
+/// Whether a child can enter every namespace a command enters here (user,
+/// mount, PID, network): starts `true` doing just that (once per process, from [`super::Support`]),
 /// through this binary's [`answer_probe`] when it has one.
 pub(super) fn probe_namespaces() -> Result<(), String> {
     let refused = |e: io::Error| {
-        format!("this system does not let a process make a user and mount namespace: {e}")
+        format!(
+            "this system does not let a process make user, mount, PID and network namespaces: {e}"
+        )
     };
     let self_spawned = ANSWERS_PROBE.load(Ordering::Relaxed);
     let mut command = if self_spawned {
@@ -149,6 +146,6 @@ fn probe_install(command: &mut std::process::Command, uid_map: Vec<u8>, gid_map:
     // SAFETY: as in `install`: the maps are made before the fork and the
     // closure only issues system calls on them.
     unsafe {
-        command.pre_exec(move || enter_namespaces(&uid_map, &gid_map));
+        command.pre_exec(move || enter_namespaces(&uid_map, &gid_map, protect::flags(false)));
     }
 }

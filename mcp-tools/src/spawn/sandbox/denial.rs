@@ -17,7 +17,7 @@ const WRITE_SIGNS: &[&str] = &[
     "erofs",
 ];
 
-/// What a refused TCP connection or bind prints.
+/// What a refused connection, bind or name lookup prints.
 const NET_SIGNS: &[&str] = &[
     "permission denied",
     "couldn't connect",
@@ -26,8 +26,20 @@ const NET_SIGNS: &[&str] = &[
     "connection refused",
     "network is unreachable",
     "could not resolve",
+    "temporary failure in name resolution",
+    "name or service not known",
     "eacces",
 ];
+
+/// Whether the output names git or its directory: a refused write there
+/// gets the way to commit.
+fn mentions_git(lower: &str) -> bool {
+    lower.contains(".git/")
+        || lower.contains(".git'")
+        || lower.contains("git ")
+        || lower.starts_with("git")
+        || lower.contains("fatal:")
+}
 
 /// The note for a failed command whose `output` shows a sign of a refused
 /// write or connection, or `None`.
@@ -44,11 +56,18 @@ pub(super) fn note(policy: &SandboxPolicy, output: &str) -> Option<String> {
             SandboxMode::ReadOnly => {
                 "commands may write nothing but their private TMPDIR".to_owned()
             }
-            _ => "commands may write only inside the workspace, the temp directory and sandbox_writable paths, never .git/hooks, .git/config or .nanohermes".to_owned(),
+            _ => "commands may write only inside the workspace, the temp directory and sandbox_writable paths, never a git directory (.git, a nested repository's .git, core.hooksPath), .nanohermes, hooks.json or .mcp.json".to_owned(),
         });
     }
+    if wrote && mentions_git(&lower) {
+        what.push(
+            "git's own files are read-only to commands: to commit, use the git_commit tool; \
+             for anything else that changes the repository (checkout, stash, config), ask the user"
+                .to_owned(),
+        );
+    }
     if connected {
-        what.push("commands cannot open or accept TCP connections".to_owned());
+        what.push("commands have no network at all (TCP, UDP, DNS)".to_owned());
     }
     let mut widen = Vec::new();
     if wrote && policy.mode == SandboxMode::WorkspaceWrite {

@@ -5,23 +5,35 @@
 //! Modes, named as Codex names them ([`SandboxMode`]):
 //! - `workspace-write`: read everywhere; write only inside the workspace
 //!   root, the system temp directory, a few devices (`/dev/null`, ttys,
-//!   `/dev/shm`) and the configured extra paths; never `.git/hooks`,
-//!   `.git/config` or `.nanohermes/` inside the root;
+//!   `/dev/shm`) and the configured extra paths; never what decides what
+//!   runs later: the workspace's git directory (all of it), a nested
+//!   repository's `.git`, the `core.hooksPath` directories, and every
+//!   `.nanohermes/`, `hooks.json` and `.mcp.json` under the root. Only the
+//!   git server's commit ([`Sandbox::for_git_commit`]) writes git's state;
 //! - `read-only`: read everywhere; write only a private temp directory
-//!   (also given as `TMPDIR`) and the devices;
+//!   (also given as `TMPDIR`) and the devices ([`Sandbox::reader`] is this,
+//!   network off, for git's read-only tools);
 //! - `danger-full-access`: no sandbox.
 //!
-//! With `network` off, no TCP connect or bind (Landlock ABI 4). From ABI 6
-//! a command also cannot signal processes outside its own tree, nor
-//! connect to abstract unix sockets made outside it.
+//! With `network` off, a command runs in a network namespace of its own:
+//! nothing but a loopback that is down, so no TCP, UDP, DNS or raw socket
+//! reaches anything; Landlock's TCP rules (ABI 4) stay as a second layer.
+//! From ABI 6 a command also cannot signal processes outside its own
+//! tree, nor connect to abstract unix sockets made outside it.
 //!
-//! How: the Landlock ruleset is built before the fork ([`rules`]); in the
-//! child only the async-signal-safe steps remain ([`child`]): a user and
-//! mount namespace in which `.git/hooks`, `.git/config` and `.nanohermes`
-//! are read-only bind mounts and `.git` a mount point (so it cannot be
-//! renamed away), then `landlock_restrict_self`. Landlock alone cannot do
-//! that part: its rules only add rights down a hierarchy, so a root that
-//! may create files lets every directory below it create them too.
+//! Every sandboxed command is contained: it runs as pid 1 of a PID
+//! namespace of its own, below a waiter that std spawned (`contain.rs`),
+//! so everything it starts (`setsid`, `env -i`, double forks) dies with
+//! it, with no environment marker involved.
+//!
+//! How: the Landlock ruleset and the protected paths are planned before
+//! the fork ([`rules`], `protect.rs`, `scan.rs`); in the child only
+//! async-signal-safe steps remain ([`child`]): a user namespace owning
+//! mount, PID and (network off) network namespaces, the read-only bind
+//! mounts, the split into waiter and pid 1, then `landlock_restrict_self`.
+//! Landlock alone cannot protect paths inside the root: its rules only add
+//! rights down a hierarchy, so a root that may create files lets every
+//! directory below it create them too.
 //!
 //! Honest when unavailable: [`Support`] is probed once per process (the
 //! namespace probe's yes is kept for the next process with the same boot,
@@ -33,18 +45,38 @@
 //! `abi=N`, `no-namespaces`, comma-separated) makes a process believe its
 //! kernel lacks them, for tests.
 //!
-//! Known limits (also in the README): only the root's own `.git` is
-//! protected, not a nested repository's or a submodule's; a `.git` or
-//! `.nanohermes` that is a symlink is not protected; a command that creates
-//! `.git` (`git init`) can write that new repository's hooks until the next
-//! command starts; UDP (DNS) and pathname unix sockets (an ssh agent, the
-//! docker socket) are not restricted.
+//! Known limits (also in the README):
+//! - protected paths are found when a command starts: a `hooks.json`,
+//!   `.mcp.json`, `.nanohermes/` or nested repository the command itself
+//!   creates is writable by it until the next command starts (trust bound
+//!   to content is what stops a new one from running unasked); one that is
+//!   a symlink is not protected; the walk stops after 100,000 directories
+//!   (the command's result then says so);
+//! - a nested repository's own `core.hooksPath` directory is not looked up
+//!   (its `.git`, config included, is read-only);
+//! - each directory on the way to a nested protected path is a mount point
+//!   in the command's namespace: a `rename(2)` across it fails with `EXDEV`
+//!   (`mv` copies instead);
+//! - `core.hooksPath` is read with `git config`, outside the sandbox (it
+//!   reads config files and runs nothing);
+//! - in the commit's sandbox a `commondir`, `gitdir` or `config.worktree`
+//!   that did not exist can be created (git creates files beside them);
+//! - pathname unix sockets (an ssh agent, the docker socket) are reachable
+//!   with the network off;
+//! - the command sees its own PID namespace (`$$` is 1), and as pid 1 it
+//!   ignores a signal it has no handler for when another process of its
+//!   namespace sends it (`kill $$` from inside does nothing); a SIGTERM to
+//!   its group from outside ends it and everything it started at once;
+//! - `danger-full-access` confines and contains nothing: a process started
+//!   with `setsid env -i` there can outlive the agent.
 
 mod child;
+mod contain;
 mod denial;
 mod probe_cache;
 mod protect;
 mod rules;
+mod scan;
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -66,8 +98,9 @@ use super::SpawnCommand;
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum SandboxMode {
-    /// Read everywhere; write only in the workspace (not its `.git/hooks`,
-    /// `.git/config`, `.nanohermes`), the temp directory and `sandbox_writable`.
+    /// Read everywhere; write only in the workspace (never a git directory,
+    /// `core.hooksPath`, `.nanohermes`, `hooks.json`, `.mcp.json`), the temp
+    /// directory and `sandbox_writable`.
     #[default]
     WorkspaceWrite,
     /// Read everywhere; write only a private temp directory.
@@ -116,7 +149,8 @@ impl WhenUnavailable {
 pub struct SandboxPolicy {
     /// How far commands may write.
     pub mode: SandboxMode,
-    /// Commands may open TCP connections and bind TCP ports.
+    /// Commands have the network (off: a network namespace of their own,
+    /// no TCP, UDP, DNS or raw socket reaches anything).
     pub network: bool,
     /// Extra paths commands may write (workspace-write only), absolute.
     pub writable: Vec<PathBuf>,
@@ -185,7 +219,7 @@ pub struct SandboxArgs {
     /// How far commands may write: workspace-write, read-only or danger-full-access.
     #[arg(long, value_enum, value_name = "MODE", default_value_t = SandboxMode::WorkspaceWrite)]
     pub sandbox: SandboxMode,
-    /// Let commands open TCP connections and bind TCP ports.
+    /// Give commands the network (off: no TCP, UDP or DNS at all).
     #[arg(long)]
     pub sandbox_network: bool,
     /// One more path commands may write (workspace-write). Repeatable.
@@ -220,9 +254,13 @@ pub struct Sandbox {
     support: Option<Support>,
     /// read-only's private temp directory, removed with the last clone.
     private_tmp: Option<Arc<tempfile::TempDir>>,
-    /// The repository's directories outside `root/.git`: writable, with
-    /// their hooks and config protected.
+    /// The repository's directories outside `root/.git`: protected like
+    /// it (writable only to a commit's sandbox, and then in part).
     git_dirs: Vec<PathBuf>,
+    /// What commands may do to the git directories ([`Sandbox::for_git_commit`]).
+    git_access: protect::GitAccess,
+    /// The last walk for protected paths, shared by clones.
+    walked: Arc<std::sync::Mutex<scan::Cache>>,
 }
 
 /// What a command runs under, once [`Sandbox::confine`] has set it up.
@@ -266,19 +304,64 @@ impl Sandbox {
             support,
             private_tmp,
             git_dirs: Vec::new(),
+            git_access: protect::GitAccess::ReadOnly,
+            walked: Arc::default(),
         }
     }
 
     /// The same sandbox for a repository whose git directories are `dirs`
     /// (absolute; `git rev-parse --absolute-git-dir --git-common-dir`):
-    /// in workspace-write they are writable like the root, their hooks and
-    /// config protected like `root/.git`'s, so a root below the top of its
-    /// repository, or a worktree, can still commit.
+    /// in workspace-write they are protected like `root/.git` (read-only,
+    /// or in a [`for_git_commit`](Self::for_git_commit) sandbox writable as
+    /// a commit needs), so a root below the top of its repository, or a
+    /// worktree, can still commit.
     pub fn with_git_dirs(&self, dirs: Vec<PathBuf>) -> Sandbox {
         Sandbox {
             git_dirs: dirs,
             ..self.clone()
         }
+    }
+
+    /// The sandbox of one `git commit` (and its staging and hooks): the
+    /// same policy, but the git directories (`root/.git` and those of
+    /// [`with_git_dirs`](Self::with_git_dirs)) are writable as a commit
+    /// needs (objects, refs, logs, index, `HEAD`), while their hooks,
+    /// config, `commondir`, `gitdir`, `config.worktree`, `info/` and
+    /// `modules/`, the `core.hooksPath` directories and everything else
+    /// protected stay read-only. Only the git server's commit uses it; a
+    /// shell command never runs in it.
+    pub fn for_git_commit(&self) -> Sandbox {
+        Sandbox {
+            git_access: protect::GitAccess::Commit,
+            ..self.clone()
+        }
+    }
+
+    /// The sandbox for git's read-only tools (status, diff, log, show):
+    /// `read-only` (nothing writable but a private temp directory) with the
+    /// network off, on the same system support. It confines even when this
+    /// sandbox is `danger-full-access`: git reads a repository a command or
+    /// a clone may have planted, and must not run what it plants outside.
+    /// When the kernel cannot enforce it, the user's `sandbox_unavailable`
+    /// applies, except that a `danger-full-access` user, who asked for no
+    /// sandbox at all, gets `warn` (git runs with a warning) rather than a
+    /// refusal. Each call makes a new private temp directory: make it once
+    /// and keep it.
+    pub fn reader(&self) -> Sandbox {
+        let when_unavailable = match self.policy.mode {
+            SandboxMode::DangerFullAccess => WhenUnavailable::Warn,
+            _ => self.policy.when_unavailable,
+        };
+        let policy = SandboxPolicy {
+            mode: SandboxMode::ReadOnly,
+            network: false,
+            writable: Vec::new(),
+            when_unavailable,
+            temp_dir: self.policy.temp_dir.clone(),
+        };
+        let mut reader = Sandbox::build(policy, &self.root, self.support.clone());
+        reader.git_dirs = self.git_dirs.clone();
+        reader
     }
 
     /// No sandbox (`danger-full-access`), for callers that confine nothing.
@@ -311,22 +394,24 @@ impl Sandbox {
                 n => format!("filesystem confinement (this kernel has Landlock ABI {n}; ABI {} from Linux 6.2 is needed)", rules::FS_ABI),
             });
         }
-        if !self.policy.network && abi < rules::NET_ABI {
+        if let Err(why) = &self.support().namespaces {
+            if !self.policy.network {
+                missing.push(format!(
+                    "network off for every protocol (a network namespace: {why}; {})",
+                    if abi >= rules::NET_ABI {
+                        "only TCP is refused, by Landlock: UDP, DNS and raw sockets are not"
+                    } else {
+                        "nor does this kernel's Landlock refuse TCP (ABI 4 from Linux 6.7)"
+                    }
+                ));
+            }
+            if self.policy.mode == SandboxMode::WorkspaceWrite {
+                missing.push(format!(
+                    "write protection of the git directory, .nanohermes, hooks.json and .mcp.json ({why})"
+                ));
+            }
             missing.push(format!(
-                "network off (TCP rules need Landlock ABI {} from Linux 6.7; this kernel has {})",
-                rules::NET_ABI,
-                if abi == 0 {
-                    "none".to_owned()
-                } else {
-                    format!("ABI {abi}")
-                }
-            ));
-        }
-        if self.policy.mode == SandboxMode::WorkspaceWrite
-            && let Err(why) = &self.support().namespaces
-        {
-            missing.push(format!(
-                "write protection of .git/hooks, .git/config and .nanohermes ({why})"
+                "containment of the command's processes in a PID namespace ({why})"
             ));
         }
         if self.policy.mode == SandboxMode::ReadOnly && self.private_tmp.is_none() {
@@ -437,18 +522,29 @@ impl Sandbox {
         } else {
             None
         };
-        let protect = match (&self.policy.mode, &self.support().namespaces) {
-            (SandboxMode::WorkspaceWrite, Ok(())) => {
-                Some(protect::plan(&self.root, &cwd, &self.git_dirs))
+        let mut truncated = false;
+        let protect = self.support().namespaces.is_ok().then(|| {
+            let mut protect = protect::isolate(&cwd, self.policy.network);
+            if self.policy.mode == SandboxMode::WorkspaceWrite {
+                truncated =
+                    protect.workspace(&self.root, &self.git_dirs, self.git_access, &self.walked);
             }
-            _ => None,
-        };
+            protect
+        });
         if let Some(tmp) = &self.private_tmp {
             command.env("TMPDIR", tmp.path());
         }
         child::install(command, child::ChildSteps::new(protect, ruleset));
-        if missing.is_empty() {
+        if missing.is_empty() && !truncated {
             Ok(Confined::Fully)
+        } else if missing.is_empty() {
+            Ok(Confined::Partly(format!(
+                "WARNING: the workspace has more than {} directories; nested repositories, \
+                 .nanohermes, hooks.json and .mcp.json beyond the first {} were not looked for, \
+                 so the command could write those",
+                scan::MAX_DIRS,
+                scan::MAX_DIRS
+            )))
         } else {
             Ok(Confined::Partly(format!(
                 "WARNING: the sandbox ({}) is not fully enforced on this system: {}; the command ran without it (sandbox_unavailable = \"warn\")",
