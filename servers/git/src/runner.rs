@@ -25,7 +25,7 @@
 //!   protected the same way;
 //! - everything else (the read-only tools, and the `rev-parse` and
 //!   `config` questions this runner asks) in the read-only sandbox
-//!   ([`reader_sandbox`]): no write anywhere but a private temp directory,
+//!   ([`Sandbox::reader`]): no write anywhere but a private temp directory,
 //!   no network.
 //!
 //! Before a tool's commands run, [`Git::prepare`] asks where the repository
@@ -48,7 +48,7 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use mcp_tools::Workspace;
-use mcp_tools::spawn::{self, Confined, EnvPolicy, Sandbox, SandboxMode, SandboxPolicy};
+use mcp_tools::spawn::{self, Confined, EnvPolicy, Sandbox, SandboxMode};
 use tokio::sync::OnceCell;
 
 use crate::harden;
@@ -86,30 +86,6 @@ const REDIRECTING_ENV: &[&str] = &[
     "GIT_PREFIX",
 ];
 
-/// The sandbox of every git command that is not a commit: the read-only
-/// mode (no write anywhere but a private temp directory), network off,
-/// whatever the server's own policy, which only says what happens when the
-/// kernel cannot enforce it. Under `danger-full-access` (the user wants no
-/// sandbox for commands) git still gets what the kernel can enforce, since
-/// these commands never need to write, and no warning when it cannot.
-pub fn reader_sandbox(server: &Sandbox, root: &Path) -> Sandbox {
-    let server = server.policy();
-    let when_unavailable = match server.mode {
-        SandboxMode::DangerFullAccess => spawn::WhenUnavailable::Warn,
-        _ => server.when_unavailable,
-    };
-    Sandbox::new(
-        SandboxPolicy {
-            mode: SandboxMode::ReadOnly,
-            network: false,
-            writable: Vec::new(),
-            when_unavailable,
-            temp_dir: None,
-        },
-        root,
-    )
-}
-
 /// A git executable bound to a workspace root.
 #[derive(Debug, Clone)]
 pub struct Git {
@@ -117,7 +93,7 @@ pub struct Git {
     root: PathBuf,
     read_only: bool,
     sandbox: Sandbox,
-    /// The sandbox of every command but a commit's: [`reader_sandbox`].
+    /// The sandbox of every command but a commit's: [`Sandbox::reader`].
     reader: Sandbox,
     /// The sandbox with the repository's directories, found once.
     confined: Arc<OnceCell<Sandbox>>,
@@ -209,7 +185,7 @@ impl Git {
             binary,
             root: root.to_path_buf(),
             read_only: false,
-            reader: reader_sandbox(&sandbox, root),
+            reader: sandbox.reader(),
             sandbox,
             confined: Arc::new(OnceCell::new()),
             facts: Arc::new(OnceCell::new()),
@@ -401,7 +377,7 @@ impl Git {
     }
 
     /// Runs git with `global` options and `args`, in `sandbox` (a commit's),
-    /// or when `None` in the read-only [`reader_sandbox`].
+    /// or when `None` in the read-only [`Sandbox::reader`].
     async fn exec(
         &self,
         args: Vec<OsString>,
