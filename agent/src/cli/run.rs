@@ -8,7 +8,7 @@ use super::start::{Started, start_agent};
 use super::{EXIT_INTERRUPTED, EXIT_ITERATION_LIMIT};
 use crate::agent::{Outcome, RunSummary};
 use crate::config::Config;
-use crate::output::{Ending, InitInfo, OutputFormat, RunOutput, RunReport};
+use crate::output::{Ending, InitInfo, OutputFormat, RunOutput, RunReport, Unanswered, advice};
 use crate::session::{self, Keeper, Opened, SessionArgs};
 use crate::usage::UsageLedger;
 
@@ -38,7 +38,15 @@ pub async fn run(
         duration: Default::default(),
         duration_api: Default::default(),
     };
-    let result = run_loop(config, task, &opened, &mut output, &mut report.usage).await;
+    let mut denied = None;
+    let result = run_loop(
+        config,
+        task,
+        &opened,
+        &mut output,
+        (&mut report.usage, &mut denied),
+    )
+    .await;
     report.duration = started.elapsed();
     match result {
         Ok(summary) => {
@@ -49,6 +57,9 @@ pub async fn run(
                 final_text: summary.final_text,
             };
             output.finish(&report);
+            if let Some(denied) = &denied {
+                output.ui().notice(denied);
+            }
             output.ui().notice(&format!("usage: {}", report.usage));
             output.ui().notice(&format!(
                 "session {} kept: continue it with --resume {}",
@@ -69,14 +80,16 @@ pub async fn run(
 }
 
 /// Everything between start-up and shut-down; `usage` is filled in
-/// whether or not the loop failed.
+/// whether or not the loop failed, `denied` with the line about calls
+/// nobody could approve, when there were some.
 async fn run_loop(
     config: Config,
     task: &str,
     opened: &Opened,
     output: &mut RunOutput,
-    usage: &mut UsageLedger,
+    (usage, denied): (&mut UsageLedger, &mut Option<String>),
 ) -> anyhow::Result<RunSummary> {
+    let rules_mode = config.rules.mode;
     let (workspace, model) = (
         config.workspace.display().to_string(),
         config.model.model.clone(),
@@ -93,10 +106,13 @@ async fn run_loop(
     }
     watch_ctrl_c(agent.interrupt());
 
-    let mut ui = Keeper::new(ui, opened);
+    let mut ui = Keeper::new(Unanswered::new(ui), opened);
     ui.keep_surfaced(agent.tools().surfaced());
     let result = agent.run(task, &mut ui).await;
     *usage = agent.usage();
+    *denied = advice(ui.inner().tools(), rules_mode, |name| {
+        agent.tools().tool(name).is_some_and(|t| t.facts().is_file_edit())
+    });
     agent.into_tools().shutdown().await;
     Ok(result?)
 }

@@ -9,6 +9,7 @@
 //! `status`, `result` (the final text, or the error), `session_id`,
 //! `usage`, `num_turns`, `duration_ms`, `duration_api_ms`.
 
+mod denials;
 mod json;
 mod stream;
 
@@ -22,6 +23,7 @@ use crate::llm::Usage;
 use crate::ui::{TerminalUi, Ui};
 use crate::usage::UsageLedger;
 
+pub use denials::{Unanswered, advice};
 pub use json::JsonUi;
 pub use stream::{InitInfo, StreamJsonUi};
 
