@@ -61,10 +61,9 @@ pub async fn run(
                 output.ui().notice(denied);
             }
             output.ui().notice(&format!("usage: {}", report.usage));
-            output.ui().notice(&format!(
-                "session {} kept: continue it with --resume {}",
-                report.session_id, report.session_id
-            ));
+            if let Some(hint) = opened.resume_hint() {
+                output.ui().notice(&hint);
+            }
             Ok(match outcome {
                 Outcome::Done => ExitCode::SUCCESS,
                 Outcome::IterationLimit => ExitCode::from(EXIT_ITERATION_LIMIT),
@@ -111,7 +110,10 @@ async fn run_loop(
     let result = agent.run(task, &mut ui).await;
     *usage = agent.usage();
     *denied = advice(ui.inner().tools(), rules_mode, |name| {
-        agent.tools().tool(name).is_some_and(|t| t.facts().is_file_edit())
+        agent
+            .tools()
+            .tool(name)
+            .is_some_and(|t| t.facts().is_file_edit())
     });
     agent.into_tools().shutdown().await;
     Ok(result?)

@@ -91,7 +91,11 @@ pub fn advice(tools: &[String], mode: Mode, file_edit: impl Fn(&str) -> bool) ->
     if matches!(mode, Mode::Default | Mode::Debug) {
         ways.push("auto_approve = true in config.toml".to_owned());
     }
-    let calls = if tools.len() == 1 { "call was" } else { "calls were" };
+    let calls = if tools.len() == 1 {
+        "call was"
+    } else {
+        "calls were"
+    };
     Some(format!(
         "{} tool {calls} denied because nobody could approve them (no terminal to ask on): {}; to let such calls run, use {}",
         tools.len(),
@@ -108,7 +112,11 @@ mod tests {
     fn the_advice_counts_names_each_tool_once_and_fits_the_mode() {
         let edits = |name: &str| name == "write_file";
         assert_eq!(advice(&[], Mode::Default, edits), None);
-        let tools = ["write_file".to_owned(), "run_command".into(), "write_file".into()];
+        let tools = [
+            "write_file".to_owned(),
+            "run_command".into(),
+            "write_file".into(),
+        ];
         let line = advice(&tools, Mode::Default, edits).unwrap();
         assert!(
             line.starts_with("3 tool calls were denied because nobody could approve them (no terminal to ask on): write_file, run_command; "),
@@ -119,6 +127,9 @@ mod tests {
         // accept-edits already runs edits and never auto-approves.
         let line = advice(&tools[1..2], Mode::AcceptEdits, edits).unwrap();
         assert!(line.starts_with("1 tool call was denied"), "{line}");
-        assert!(!line.contains("accept-edits (") && !line.contains("auto_approve"), "{line}");
+        assert!(
+            !line.contains("accept-edits (") && !line.contains("auto_approve"),
+            "{line}"
+        );
     }
 }

@@ -94,11 +94,10 @@ pub async fn main(config: Config, session: &SessionArgs) -> anyhow::Result<ExitC
     drop(input);
     let Repl { agent, mut ui, .. } = repl;
     ui.notice(&format!("usage: {}", agent.usage()));
-    ui.notice(&format!(
-        "session {} kept: continue it with --resume {}",
-        ui.id(),
-        ui.id()
-    ));
+    // Left before its first task, the session has no file: no hint.
+    if let Some(hint) = opened.resume_hint() {
+        ui.notice(&hint);
+    }
     agent.into_tools().shutdown().await;
     Ok(ExitCode::SUCCESS)
 }

@@ -17,7 +17,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::format::{self, Header};
-use super::{SessionFile, write_private};
+use super::{SessionFile, SessionLock, create_private_dir};
 use crate::serve::RunUsage;
 use crate::transcript::Transcript;
 
@@ -35,6 +35,8 @@ pub struct Appender {
     /// The usage and surfaced tools the file holds.
     written_usage: RunUsage,
     written_surfaced: Vec<String>,
+    /// The lock on the file as it was before the first write.
+    lock: SessionLock,
 }
 
 impl Appender {
@@ -55,7 +57,16 @@ impl Appender {
             written: Vec::new(),
             written_usage: session.usage,
             written_surfaced: session.surfaced.clone(),
+            lock: SessionLock::default(),
         }
+    }
+
+    /// Keeps holding `lock` (taken when the session was opened) until the
+    /// first write puts a new, locked file in its place; a file that did
+    /// not exist then is created without replacing one.
+    pub fn holding(mut self, lock: SessionLock) -> Appender {
+        self.lock = lock;
+        self
     }
 
     /// The session's id.
@@ -181,12 +192,64 @@ impl Appender {
             format::surfaced(&mut out, &self.surfaced);
         }
         format::end(&mut out, encoded.len());
-        write_private(&self.path, &out, mcp_tools::Durability::ProcessDeath)?;
-        self.file = Some(std::fs::OpenOptions::new().append(true).open(&self.path)?);
+        self.file = Some(self.replace(&out)?);
+        self.lock.release();
         self.written = history.serials().get(1..).unwrap_or_default().to_vec();
         self.written_usage = self.usage;
         self.written_surfaced.clone_from(&self.surfaced);
         Ok(())
+    }
+}
+
+impl Appender {
+    /// Puts a new file holding `bytes` under the name, atomically, and
+    /// returns it open for appending. The new file is locked before it
+    /// takes the name, so the name is never unlocked while a run holds
+    /// the session ([`super::lock`]). No fsync: the page cache outlives a
+    /// killed process.
+    fn replace(&self, bytes: &[u8]) -> std::io::Result<File> {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let dir = match self.path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        create_private_dir(dir)?;
+        let name = self.path.file_name().unwrap_or_default().to_string_lossy();
+        let temp = dir.join(format!(".{name}.{}.tmp", super::new_id()));
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&temp)?;
+        let placed = file
+            .try_lock()
+            .map_err(std::io::Error::from)
+            .and_then(|()| file.write_all(bytes))
+            .and_then(|()| {
+                if self.lock.is_new() {
+                    // Created, never replaced: another run that started
+                    // on the same new name got there first.
+                    std::fs::hard_link(&temp, &self.path).map_err(|e| {
+                        if e.kind() == std::io::ErrorKind::AlreadyExists {
+                            std::io::Error::new(
+                                e.kind(),
+                                "another nanohermes run created this session file meanwhile; this run's turns are not written to it: start a new session",
+                            )
+                        } else {
+                            e
+                        }
+                    })?;
+                    std::fs::remove_file(&temp)
+                } else {
+                    std::fs::rename(&temp, &self.path)
+                }
+            });
+        if let Err(e) = placed {
+            let _ = std::fs::remove_file(&temp);
+            return Err(e);
+        }
+        Ok(file)
     }
 }
 
