@@ -24,7 +24,13 @@ pub async fn run(
 ) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     // The session is opened first: its id goes into every output format.
-    let opened = session::open(session, &config.workspace).map_err(anyhow::Error::msg)?;
+    let opened = match session::open(session, &config.workspace) {
+        Ok(opened) => opened,
+        Err(error) => {
+            crate::output::failed_to_start(format, &error, started);
+            return Err(anyhow::Error::msg(error));
+        }
+    };
     let session_id = opened.file.id.clone();
     let mut output = RunOutput::stdout(format, &config.model.model, &session_id);
     if let Some(warning) = &opened.warning {

@@ -90,6 +90,26 @@ impl RunOutput {
     }
 }
 
+/// A run that failed before it started (the configuration, the
+/// workspace, the session): in the JSON formats stdout still gets its
+/// result object (`is_error: true`, `status: "error"`), so a wrapper that
+/// parses stdout always finds one; the text format prints nothing here
+/// (the error line goes to stderr as for every command).
+pub fn failed_to_start(format: OutputFormat, error: &str, started: std::time::Instant) {
+    if format == OutputFormat::Text {
+        return;
+    }
+    let report = RunReport {
+        ending: Ending::Failed(error.to_owned()),
+        session_id: String::new(),
+        usage: UsageLedger::default(),
+        num_turns: 0,
+        duration: started.elapsed(),
+        duration_api: Duration::ZERO,
+    };
+    write_line(&mut std::io::stdout().lock(), &result_event(&report));
+}
+
 /// How a run ended, for the result object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ending {
