@@ -32,7 +32,7 @@ pub use mcp::{AddArgs, McpCommand};
 pub use run::run;
 pub use setup::{Setup, load};
 pub use start::{Started, start_agent};
-pub use tools::tools;
+pub use tools::{HUB_SERVER, OfferedTool, offered, tools};
 
 /// Exit code when the iteration limit ends a run.
 pub const EXIT_ITERATION_LIMIT: u8 = 3;

@@ -193,16 +193,11 @@ impl Repl {
             }
             Command::Tools => {
                 let policy = self.rules.policy();
-                let lines: Vec<String> = self
-                    .agent
-                    .tools()
-                    .tools()
-                    .iter()
-                    .filter(|t| policy.allows(&t.name, &t.facts()))
+                let lines: Vec<String> = crate::cli::offered(self.agent.tools(), &policy)
+                    .into_iter()
                     .map(|t| {
                         let ro = if t.read_only { ", read-only" } else { "" };
-                        let hub = self.agent.tools();
-                        let deferred = if hub.deferred().iter().any(|d| d.name == t.name) {
+                        let deferred = if t.deferred {
                             ", deferred: found with tool_search"
                         } else {
                             ""

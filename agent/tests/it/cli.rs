@@ -1219,3 +1219,76 @@ async fn a_required_builtin_starts_with_the_agent_and_its_failure_stops_the_run(
     );
     assert!(mock.requests().is_empty(), "the model was asked");
 }
+
+/// What `nanohermes tools` lists is what the model gets: every name the
+/// first request declares (the hub's `tool_search`, resource and prompt
+/// tools, `agent_list` and `skill` among them) is a row, and the
+/// deferred tools are the rest.
+#[tokio::test]
+async fn tools_lists_every_tool_the_model_is_declared_meta_tools_included() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = workspace_arg(dir.path());
+    let skill = dir.path().join(".nanohermes/skills/release/SKILL.md");
+    std::fs::create_dir_all(skill.parent().unwrap()).unwrap();
+    std::fs::write(
+        &skill,
+        "---\nname: release\ndescription: How to cut a release\n---\nSteps.\n",
+    )
+    .unwrap();
+    let mcp = format!(
+        "fx={} --many 300 --resources --agent",
+        fixture_server().display()
+    );
+    let mock = MockModel::start(vec![text(&["done"]).into()]).await;
+    let url = mock.base_url();
+
+    let listed = nanohermes(
+        &["tools", "--workspace", &workspace, "--mcp", &mcp],
+        &on_mock(&mock, &url),
+    )
+    .await;
+    let ran = nanohermes(
+        &["run", "--workspace", &workspace, "--mcp", &mcp, "hi"],
+        &on_mock(&mock, &url),
+    )
+    .await;
+
+    assert_eq!(listed.code, Some(0), "{listed:#?}");
+    assert_eq!(ran.code, Some(0), "{ran:#?}");
+    let rows: Vec<Vec<&str>> = listed
+        .stdout
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let declared = declared(&mock.requests()[0]);
+    for meta in [
+        "tool_search",
+        "mcp_list_resources",
+        "mcp_read_resource",
+        "mcp_list_prompts",
+        "mcp_get_prompt",
+        "agent_list",
+        "skill",
+    ] {
+        assert!(
+            declared.iter().any(|d| d == meta),
+            "{meta} declared: {declared:?}"
+        );
+    }
+    for name in &declared {
+        let row = rows.iter().find(|r| r[0] == name.as_str());
+        let row =
+            row.unwrap_or_else(|| panic!("{name} is declared but not listed:\n{}", listed.stdout));
+        assert_eq!(row[3], "no", "{row:?}");
+    }
+    assert!(
+        rows.iter()
+            .any(|r| r == &["tool_search", "nanohermes", "yes", "no"]),
+        "{}",
+        listed.stdout
+    );
+    let deferred = rows.iter().filter(|r| r[3] == "yes").count();
+    assert_eq!(rows.len(), declared.len() + deferred, "{}", listed.stdout);
+    assert!(deferred > 0);
+}
