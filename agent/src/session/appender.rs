@@ -12,7 +12,6 @@
 //! of a run starts the file's writeback ([`Appender::start_writeback`]),
 //! serve's last write waits for an fsync ([`Appender::sync`]).
 
-use std::fs::File;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -28,8 +27,9 @@ pub struct Appender {
     header: Header,
     usage: RunUsage,
     surfaced: Vec<String>,
-    /// The file, opened for appending; `None`: the next write rewrites it.
-    file: Option<File>,
+    /// The file, opened for appending and locked; `None`: the next write
+    /// rewrites it.
+    file: Option<super::lock::Locked>,
     /// The serial numbers of the messages in the file, in order.
     written: Vec<u64>,
     /// The usage and surfaced tools the file holds.
@@ -207,7 +207,7 @@ impl Appender {
     /// takes the name, so the name is never unlocked while a run holds
     /// the session ([`super::lock`]). No fsync: the page cache outlives a
     /// killed process.
-    fn replace(&self, bytes: &[u8]) -> std::io::Result<File> {
+    fn replace(&self, bytes: &[u8]) -> std::io::Result<super::lock::Locked> {
         use std::os::unix::fs::OpenOptionsExt as _;
         let dir = match self.path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir,
@@ -216,16 +216,21 @@ impl Appender {
         create_private_dir(dir)?;
         let name = self.path.file_name().unwrap_or_default().to_string_lossy();
         let temp = dir.join(format!(".{name}.{}.tmp", super::new_id()));
-        let mut file = std::fs::OpenOptions::new()
+        let file = std::fs::OpenOptions::new()
             .append(true)
             .create_new(true)
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&temp)?;
+        let mut file = match super::lock::lock(file) {
+            Ok(file) => file,
+            Err(e) => {
+                let _ = std::fs::remove_file(&temp);
+                return Err(e.into());
+            }
+        };
         let placed = file
-            .try_lock()
-            .map_err(std::io::Error::from)
-            .and_then(|()| file.write_all(bytes))
+            .write_all(bytes)
             .and_then(|()| {
                 if self.lock.is_new() {
                     // Created, never replaced: another run that started

@@ -23,7 +23,7 @@ use std::path::Path;
 #[derive(Debug, Default)]
 pub struct SessionLock {
     /// The locked file, open for reading.
-    file: Option<File>,
+    file: Option<Locked>,
     /// The file did not exist: the first write must not replace one.
     new: bool,
 }
@@ -37,7 +37,7 @@ impl SessionLock {
         // the open and the lock: then the lock is on a file that no longer
         // has the name, so try again with the new one.
         for _ in 0..8 {
-            let mut file = match open_no_follow(path) {
+            let file = match open_no_follow(path) {
                 Ok(file) => file,
                 Err(e) if e.kind() == ErrorKind::NotFound => {
                     return Ok((
@@ -50,18 +50,18 @@ impl SessionLock {
                 }
                 Err(e) => return Err(unreadable(path, &e)),
             };
-            match file.try_lock() {
-                Ok(()) => {}
-                Err(std::fs::TryLockError::WouldBlock) => {
+            let mut file = match lock(file) {
+                Ok(file) => file,
+                Err(nix::errno::Errno::EWOULDBLOCK) => {
                     return Err(format!(
                         "session file {} is in use by another nanohermes run (it holds the file's lock); wait for that run to end, or start a new session",
                         path.display()
                     ));
                 }
-                Err(std::fs::TryLockError::Error(e)) => {
+                Err(e) => {
                     return Err(format!("cannot lock session {}: {e}", path.display()));
                 }
-            }
+            };
             let held = file.metadata().map_err(|e| unreadable(path, &e))?;
             let named = std::fs::symlink_metadata(path).ok();
             if named.is_some_and(|m| m.ino() == held.ino() && m.dev() == held.dev()) {
@@ -94,6 +94,16 @@ impl SessionLock {
         self.file = None;
         self.new = false;
     }
+}
+
+/// A file with an exclusive `flock` on it, held until it is dropped.
+pub type Locked = nix::fcntl::Flock<File>;
+
+/// Takes the exclusive lock on `file` without waiting (`EWOULDBLOCK`
+/// when another open file holds it).
+pub fn lock(file: File) -> Result<Locked, nix::errno::Errno> {
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        .map_err(|(_, errno)| errno)
 }
 
 /// Opens `path` for reading without following a symbolic link at it.

@@ -396,7 +396,9 @@ async fn every_error_under_the_json_formats_is_a_json_result() {
     let workspace = workspace_arg(dir.path());
     std::fs::write(dir.path().join("notes.md"), "# notes\n").unwrap();
     let notes = dir.path().join("notes.md").display().to_string();
-    let cases: [(&[&str], &[(&str, &str)], i32, &str); 3] = [
+    /// Flags, environment, exit code, what the error says.
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], i32, &'a str);
+    let cases: [Case<'_>; 3] = [
         (
             &["--workspace", &workspace],
             &[],
