@@ -538,7 +538,17 @@ async fn the_resume_hint_is_printed_only_when_it_works() {
                 .all(|e| e.unwrap().file_name() == ".gitignore")
     );
 
+    // /tools lists what the model is declared: the `skill` tool too.
+    let skill = t.workspace.join(".nanohermes/skills/release/SKILL.md");
+    std::fs::create_dir_all(skill.parent().unwrap()).unwrap();
+    std::fs::write(
+        &skill,
+        "---\nname: release\ndescription: Cut a release\n---\nSteps.\n",
+    )
+    .unwrap();
     t.again(&mock, &[]);
+    t.line("/tools").await;
+    t.expect("skill (nanohermes, read-only)").await;
     t.line("first task").await;
     t.expect("first answer").await;
     t.line("/exit").await;
