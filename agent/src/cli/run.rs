@@ -43,6 +43,7 @@ pub async fn run(
         num_turns: 0,
         duration: Default::default(),
         duration_api: Default::default(),
+        permission_denials: Vec::new(),
     };
     let mut denied = None;
     let result = run_loop(
@@ -50,7 +51,11 @@ pub async fn run(
         task,
         &opened,
         &mut output,
-        (&mut report.usage, &mut denied),
+        (
+            &mut report.usage,
+            &mut denied,
+            &mut report.permission_denials,
+        ),
     )
     .await;
     report.duration = started.elapsed();
@@ -86,13 +91,18 @@ pub async fn run(
 
 /// Everything between start-up and shut-down; `usage` is filled in
 /// whether or not the loop failed, `denied` with the line about calls
-/// nobody could approve, when there were some.
+/// nobody could approve, when there were some, and `denials` with every
+/// denied call.
 async fn run_loop(
     config: Config,
     task: &str,
     opened: &Opened,
     output: &mut RunOutput,
-    (usage, denied): (&mut UsageLedger, &mut Option<String>),
+    (usage, denied, denials): (
+        &mut UsageLedger,
+        &mut Option<String>,
+        &mut Vec<serde_json::Value>,
+    ),
 ) -> anyhow::Result<RunSummary> {
     let rules_mode = config.rules.mode;
     let (workspace, model) = (
@@ -115,6 +125,7 @@ async fn run_loop(
     ui.keep_surfaced(agent.tools().surfaced());
     let result = agent.run(task, &mut ui).await;
     *usage = agent.usage();
+    *denials = ui.inner().denials().to_vec();
     *denied = advice(ui.inner().tools(), rules_mode, |name| {
         agent
             .tools()

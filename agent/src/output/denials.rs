@@ -5,16 +5,20 @@
 //! were and which setting lets them run, so a scripted run that did
 //! nothing does not pass for one that worked.
 
+use serde_json::{Value, json};
+
 use crate::llm::{ToolCall, Usage};
 use crate::policy::Mode;
-use crate::policy::approval::is_unanswered;
+use crate::policy::approval::{DENIED, is_unanswered};
 use crate::transcript::Transcript;
 use crate::ui::Ui;
 
-/// A `Ui` that notes the tools whose calls nobody could approve.
+/// A `Ui` that notes the denied calls: those nobody could approve, and
+/// those the user answered no.
 pub struct Unanswered<U> {
     inner: U,
     tools: Vec<String>,
+    denials: Vec<Value>,
 }
 
 impl<U: Ui> Unanswered<U> {
@@ -23,7 +27,14 @@ impl<U: Ui> Unanswered<U> {
         Unanswered {
             inner,
             tools: Vec::new(),
+            denials: Vec::new(),
         }
+    }
+
+    /// Every denied call as Claude Code's result object lists it in
+    /// `permission_denials`: `{tool_name, tool_use_id, tool_input}`.
+    pub fn denials(&self) -> &[Value] {
+        &self.denials
     }
 
     /// The tool of each call denied so far, in call order.
@@ -38,8 +49,20 @@ impl<U: Ui> Ui for Unanswered<U> {
     }
 
     fn tool_call(&mut self, call: &ToolCall, result: &str) {
-        if is_unanswered(result) {
+        let unanswered = is_unanswered(result);
+        if unanswered {
             self.tools.push(call.name.clone());
+        }
+        if unanswered || result == DENIED {
+            let input = serde_json::from_str::<Value>(&call.arguments)
+                .ok()
+                .filter(Value::is_object)
+                .unwrap_or_else(|| json!({}));
+            self.denials.push(json!({
+                "tool_name": call.name,
+                "tool_use_id": call.id,
+                "tool_input": input,
+            }));
         }
         self.inner.tool_call(call, result);
     }

@@ -372,6 +372,12 @@ async fn a_call_nobody_could_approve_is_shown_as_denied_and_counted_at_the_end()
                     .map(|e| &e["message"]["content"][0])
                     .unwrap();
                 assert_eq!(result["is_error"], true, "{mode}: {result}");
+                let last = events.last().unwrap();
+                assert_eq!(
+                    last["permission_denials"],
+                    json!([{"tool_name": tool, "tool_use_id": "c_denied", "tool_input": arguments}]),
+                    "{last}"
+                );
                 assert!(
                     result["content"]
                         .as_str()
