@@ -235,17 +235,19 @@ impl Appender {
                 if self.lock.is_new() {
                     // Created, never replaced: another run that started
                     // on the same new name got there first.
-                    std::fs::hard_link(&temp, &self.path).map_err(|e| {
-                        if e.kind() == std::io::ErrorKind::AlreadyExists {
-                            std::io::Error::new(
+                    match std::fs::hard_link(&temp, &self.path) {
+                        Ok(()) => std::fs::remove_file(&temp),
+                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                            Err(std::io::Error::new(
                                 e.kind(),
                                 "another nanohermes run created this session file meanwhile; this run's turns are not written to it: start a new session",
-                            )
-                        } else {
-                            e
+                            ))
                         }
-                    })?;
-                    std::fs::remove_file(&temp)
+                        // A file system without hard links: the name is
+                        // checked, then taken (a narrow race, there only).
+                        Err(_) if !self.path.exists() => std::fs::rename(&temp, &self.path),
+                        Err(e) => Err(e),
+                    }
                 } else {
                     std::fs::rename(&temp, &self.path)
                 }
@@ -271,6 +273,31 @@ mod tests {
 
     fn read(path: &Path) -> SessionFile {
         format::decode(&std::fs::read(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn two_runs_starting_one_new_session_file_cannot_both_write_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        let (first_lock, _) = SessionLock::take(&path).unwrap();
+        let (second_lock, _) = SessionLock::take(&path).unwrap();
+        let mut first =
+            Appender::new(&path, &SessionFile::new("s-1", dir.path())).holding(first_lock);
+        let mut second =
+            Appender::new(&path, &SessionFile::new("s-2", dir.path())).holding(second_lock);
+        first.checkpoint(&history(1), None).unwrap();
+        let err = second.checkpoint(&history(2), None).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("created this session file meanwhile"),
+            "{err}"
+        );
+        assert_eq!(read(&path).id, "s-1");
+        // The first run holds the file it wrote: a third is refused.
+        let err = SessionLock::take(&path).unwrap_err();
+        assert!(err.contains("in use by another nanohermes run"), "{err}");
+        // No temporary file is left behind.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]
