@@ -32,7 +32,7 @@ use crate::history::{CallIds, assistant_message, system_message, tool_message, u
 use crate::hooks::Hooks;
 use crate::interrupt::Interrupt;
 use crate::llm::{AssistantTurn, ChatEvent, Client, JsonList, LlmError, ToolCall};
-use crate::policy::approval::{Approvals, DENIED};
+use crate::policy::approval::Approvals;
 use crate::policy::{Policy, Verdict, protected};
 use crate::recall;
 use crate::toolbox::ToolBox;
@@ -514,7 +514,7 @@ impl<T: ToolBox> Agent<T> {
         } else if verdict == Verdict::Ask
             && !self.approvals.approve(&call.name, &call.arguments).await
         {
-            return DENIED.to_owned();
+            return self.approvals.denial().to_owned();
         }
         if cut_off {
             return format!(

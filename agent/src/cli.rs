@@ -5,9 +5,12 @@
 //! Every command loads the configuration the same way ([`setup::load`]):
 //! the user's config, a trusted project's files, the environment, the
 //! flags. Exit codes: 0 when the model finished, 1 on an error (one line on
-//! stderr, no backtrace), 2 on a usage or configuration error (the line
-//! names `FILE:LINE`), 3 when the iteration limit was reached, 130 when
-//! interrupted.
+//! stderr, no backtrace), 2 on a usage or configuration error (a
+//! configuration error's line names `FILE:LINE`; a missing `--workspace`
+//! and a flag the command cannot take are usage errors), 3 when the
+//! iteration limit was reached, 130 when interrupted, 143 on SIGTERM, 129
+//! on SIGHUP. Under `run --output-format json|stream-json` every error
+//! also ends stdout with a result object.
 
 mod mcp;
 mod run;
@@ -29,7 +32,7 @@ pub use mcp::{AddArgs, McpCommand};
 pub use run::run;
 pub use setup::{Setup, load};
 pub use start::{Started, start_agent};
-pub use tools::tools;
+pub use tools::{HUB_SERVER, OfferedTool, offered, tools};
 
 /// Exit code when the iteration limit ends a run.
 pub const EXIT_ITERATION_LIMIT: u8 = 3;
@@ -68,7 +71,7 @@ pub enum Command {
     /// Trust this workspace's own config (.mcp.json, .nanohermes/config.toml, hooks.json) as it is now:
     /// shows the files and the variables .mcp.json passes to servers, records each file's SHA-256.
     Trust,
-    /// Manage and try MCP servers: list, get, add, remove, call.
+    /// Manage and try MCP servers: list, get, add, remove, call, login, logout, probe.
     Mcp {
         /// What to do with the servers.
         #[command(subcommand)]
@@ -121,6 +124,17 @@ pub fn main() -> ExitCode {
     let options = cli.options;
     let outcome = runtime.block_on(async move {
         signals::watch_terminate();
+        if let Some(Command::Run { output_format, .. }) = &cli.command {
+            // Under --output-format json|stream-json every error, this
+            // early one too, ends stdout with a result object.
+            let started = std::time::Instant::now();
+            if let Err(error) = check_usage(cli.command.as_ref(), &options) {
+                crate::output::failed_to_start(*output_format, &format!("{error:#}"), started);
+                return Err(error);
+            }
+        } else {
+            check_usage(cli.command.as_ref(), &options)?;
+        }
         match cli.command {
             None => {
                 let config = load(&options, true)?.config;
@@ -130,7 +144,15 @@ pub fn main() -> ExitCode {
                 task,
                 output_format,
             }) => {
-                let config = load(&options, true)?.config;
+                let started = std::time::Instant::now();
+                let config = match load(&options, true) {
+                    Ok(setup) => setup.config,
+                    Err(error) => {
+                        let line = format!("{error:#}");
+                        crate::output::failed_to_start(output_format, &line, started);
+                        return Err(error);
+                    }
+                };
                 run(config, &task.join(" "), output_format, &options.session).await
             }
             Some(Command::Tools) => tools(load(&options, false)?.config).await,
@@ -148,6 +170,44 @@ pub fn main() -> ExitCode {
     outcome.unwrap_or_else(|e| fail(&e))
 }
 
+/// A usage error: a flag the command cannot take, a workspace that is not
+/// there. Exits 2, as a configuration error does.
+#[derive(Debug)]
+pub struct UsageError(String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// What the flags get wrong before anything loads: `serve` takes no
+/// `--workspace` (each `run_task` names its own, inside a `--root`), and
+/// a `--workspace` must be a directory that exists.
+fn check_usage(command: Option<&Command>, options: &Options) -> anyhow::Result<()> {
+    match command {
+        Some(Command::Builtin { .. }) => return Ok(()),
+        Some(Command::Serve(_)) => {
+            if let Some(workspace) = &options.workspace {
+                return Err(UsageError(format!(
+                    "serve takes no --workspace ({}): each run_task names its workspace, which must lie inside a --root DIR (default: the current directory); use --root {}",
+                    workspace.display(),
+                    workspace.display()
+                ))
+                .into());
+            }
+            return Ok(());
+        }
+        _ => {}
+    }
+    options
+        .workspace()
+        .map(drop)
+        .map_err(|e| UsageError(format!("{e:#}; pass an existing directory as --workspace")).into())
+}
+
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("NANOHERMES_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
@@ -160,7 +220,8 @@ fn init_logging() {
 /// One line on stderr; a configuration error exits 2, anything else 1.
 fn fail(error: &anyhow::Error) -> ExitCode {
     let _ = writeln!(std::io::stderr(), "nanohermes: error: {error:#}");
-    if error.downcast_ref::<ConfigError>().is_some() {
+    if error.downcast_ref::<ConfigError>().is_some() || error.downcast_ref::<UsageError>().is_some()
+    {
         ExitCode::from(EXIT_USAGE)
     } else {
         ExitCode::FAILURE

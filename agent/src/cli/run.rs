@@ -8,7 +8,7 @@ use super::start::{Started, start_agent};
 use super::{EXIT_INTERRUPTED, EXIT_ITERATION_LIMIT};
 use crate::agent::{Outcome, RunSummary};
 use crate::config::Config;
-use crate::output::{Ending, InitInfo, OutputFormat, RunOutput, RunReport};
+use crate::output::{Ending, InitInfo, OutputFormat, RunOutput, RunReport, Unanswered, advice};
 use crate::session::{self, Keeper, Opened, SessionArgs};
 use crate::usage::UsageLedger;
 
@@ -24,7 +24,13 @@ pub async fn run(
 ) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     // The session is opened first: its id goes into every output format.
-    let opened = session::open(session, &config.workspace).map_err(anyhow::Error::msg)?;
+    let opened = match session::open(session, &config.workspace) {
+        Ok(opened) => opened,
+        Err(error) => {
+            crate::output::failed_to_start(format, &error, started);
+            return Err(anyhow::Error::msg(error));
+        }
+    };
     let session_id = opened.file.id.clone();
     let mut output = RunOutput::stdout(format, &config.model.model, &session_id);
     if let Some(warning) = &opened.warning {
@@ -37,8 +43,21 @@ pub async fn run(
         num_turns: 0,
         duration: Default::default(),
         duration_api: Default::default(),
+        permission_denials: Vec::new(),
     };
-    let result = run_loop(config, task, &opened, &mut output, &mut report.usage).await;
+    let mut denied = None;
+    let result = run_loop(
+        config,
+        task,
+        &opened,
+        &mut output,
+        (
+            &mut report.usage,
+            &mut denied,
+            &mut report.permission_denials,
+        ),
+    )
+    .await;
     report.duration = started.elapsed();
     match result {
         Ok((summary, subagents)) => {
@@ -49,11 +68,13 @@ pub async fn run(
                 final_text: summary.final_text,
             };
             output.finish(&report);
+            if let Some(denied) = &denied {
+                output.ui().notice(denied);
+            }
             output.ui().notice(&format!("usage: {}", report.usage));
-            output.ui().notice(&format!(
-                "session {} kept: continue it with --resume {}",
-                report.session_id, report.session_id
-            ));
+            if let Some(hint) = opened.resume_hint() {
+                output.ui().notice(&hint);
+            }
             // Every delegation failed: the answer stands, but the run is
             // not a success (a script must see it; the cause is usually a
             // setup problem every later run repeats).
@@ -77,14 +98,21 @@ pub async fn run(
 }
 
 /// Everything between start-up and shut-down, and how the subagent calls
-/// went; `usage` is filled in whether or not the loop failed.
+/// went; `usage` is filled in whether or not the loop failed, `denied`
+/// with the line about calls nobody could approve, when there were some,
+/// and `denials` with every denied call.
 async fn run_loop(
     config: Config,
     task: &str,
     opened: &Opened,
     output: &mut RunOutput,
-    usage: &mut UsageLedger,
+    (usage, denied, denials): (
+        &mut UsageLedger,
+        &mut Option<String>,
+        &mut Vec<serde_json::Value>,
+    ),
 ) -> anyhow::Result<(RunSummary, crate::hub::SubagentTally)> {
+    let rules_mode = config.rules.mode;
     let (workspace, model) = (
         config.workspace.display().to_string(),
         config.model.model.clone(),
@@ -101,11 +129,18 @@ async fn run_loop(
     }
     watch_ctrl_c(agent.interrupt());
 
-    let mut ui = Keeper::new(ui, opened);
+    let mut ui = Keeper::new(Unanswered::new(ui), opened);
     ui.keep_surfaced(agent.tools().surfaced());
     let result = agent.run(task, &mut ui).await;
     *usage = agent.usage();
     let subagents = agent.tools().subagent_tally();
+    *denials = ui.inner().denials().to_vec();
+    *denied = advice(ui.inner().tools(), rules_mode, |name| {
+        agent
+            .tools()
+            .tool(name)
+            .is_some_and(|t| t.facts().is_file_edit())
+    });
     agent.into_tools().shutdown().await;
     Ok((result?, subagents))
 }

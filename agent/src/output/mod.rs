@@ -7,8 +7,10 @@
 //! to stderr. The result object is the same in both: `type`, `subtype`
 //! (`success`, `error_max_turns`, `error_during_execution`), `is_error`,
 //! `status`, `result` (the final text, or the error), `session_id`,
-//! `usage`, `num_turns`, `duration_ms`, `duration_api_ms`.
+//! `usage`, `num_turns`, `duration_ms`, `duration_api_ms`,
+//! `permission_denials` (the denied calls, in Claude Code's shape).
 
+mod denials;
 mod json;
 mod stream;
 
@@ -22,6 +24,7 @@ use crate::llm::Usage;
 use crate::ui::{TerminalUi, Ui};
 use crate::usage::UsageLedger;
 
+pub use denials::{Unanswered, advice};
 pub use json::JsonUi;
 pub use stream::{InitInfo, StreamJsonUi};
 
@@ -88,6 +91,27 @@ impl RunOutput {
     }
 }
 
+/// A run that failed before it started (the configuration, the
+/// workspace, the session): in the JSON formats stdout still gets its
+/// result object (`is_error: true`, `status: "error"`), so a wrapper that
+/// parses stdout always finds one; the text format prints nothing here
+/// (the error line goes to stderr as for every command).
+pub fn failed_to_start(format: OutputFormat, error: &str, started: std::time::Instant) {
+    if format == OutputFormat::Text {
+        return;
+    }
+    let report = RunReport {
+        ending: Ending::Failed(error.to_owned()),
+        session_id: String::new(),
+        usage: UsageLedger::default(),
+        num_turns: 0,
+        duration: started.elapsed(),
+        duration_api: Duration::ZERO,
+        permission_denials: Vec::new(),
+    };
+    write_line(&mut std::io::stdout().lock(), &result_event(&report));
+}
+
 /// How a run ended, for the result object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ending {
@@ -118,6 +142,9 @@ pub struct RunReport {
     /// Of that, the time spent waiting for model turns (filled in by the
     /// UI, which sees each request start and end).
     pub duration_api: Duration,
+    /// The calls that were denied (nobody could approve them, or the
+    /// user said no), as `{tool_name, tool_use_id, tool_input}`.
+    pub permission_denials: Vec<Value>,
 }
 
 /// Adds up the time from each step's start to its model turn's end: the
@@ -179,6 +206,7 @@ pub fn result_event(report: &RunReport) -> Value {
         "num_turns": report.num_turns,
         "duration_ms": millis(report.duration),
         "duration_api_ms": millis(report.duration_api),
+        "permission_denials": report.permission_denials,
     })
 }
 
@@ -230,6 +258,7 @@ mod tests {
             num_turns: 2,
             duration: Duration::from_millis(1234),
             duration_api: Duration::from_millis(1000),
+            permission_denials: Vec::new(),
         }
     }
 
@@ -243,7 +272,7 @@ mod tests {
             done,
             json!({"type":"result","subtype":"success","is_error":false,"status":"done",
                    "result":"ok","session_id":"","num_turns":2,"duration_ms":1234,
-                   "duration_api_ms":1000,
+                   "duration_api_ms":1000,"permission_denials":[],
                    "usage":{"input_tokens":100,"output_tokens":10,"requests":2,
                             "requests_without_usage":1}})
         );

@@ -4,15 +4,28 @@
 //! On a terminal (stdin and stderr) the user is asked, one question at a
 //! time even when calls run concurrently; "always" is remembered for the
 //! tool until the process ends. Without a terminal nobody can answer, so
-//! the call is denied with [`DENIED`], which tells the model to stop and
-//! ask instead of retrying.
+//! the call is denied with [`UNANSWERED`]; a user's no is [`DENIED`]. Both
+//! tell the model to stop instead of retrying, and both are `ERROR:`
+//! results, like the policy's refusals: a denied call is shown as failed
+//! (the tool line, `is_error` in the JSON formats), never as `ok`.
 
 use std::collections::HashSet;
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 
-/// The result the model reads when the user (or the lack of one) says no.
-pub const DENIED: &str = "Command denied by the user. Do not retry it; ask what to do instead.";
+/// The result the model reads when the user answers no.
+pub const DENIED: &str =
+    "ERROR: Command denied by the user. Do not retry it; ask what to do instead.";
+
+/// The result the model reads when the call needs a yes and nobody can
+/// give one (no terminal): the run counts these and says how to allow
+/// them ([`is_unanswered`]).
+pub const UNANSWERED: &str = "ERROR: Command denied: it needs the user's approval and nobody can answer here (no terminal). Do not retry it; say what you wanted to run instead.";
+
+/// Whether `result` is the denial of a call nobody could approve.
+pub fn is_unanswered(result: &str) -> bool {
+    result == UNANSWERED
+}
 
 /// How much of a call's arguments the question shows.
 const SHOWN_ARGUMENTS: usize = 400;
@@ -139,6 +152,16 @@ impl Approvals {
         }
     }
 
+    /// The result of a call [`Approvals::approve`] refused: [`UNANSWERED`]
+    /// when nobody could be asked, else [`DENIED`].
+    pub fn denial(&self) -> &'static str {
+        if self.prompter.is_some() {
+            DENIED
+        } else {
+            UNANSWERED
+        }
+    }
+
     /// Whether the call to `name` with `arguments` (the model's raw text)
     /// may run: asks unless "always" was answered for `name` before.
     pub async fn approve(&self, name: &str, arguments: &str) -> bool {
@@ -235,7 +258,12 @@ mod tests {
         assert!(approvals.approve("write_file", "{}").await);
         assert!(scripted.0.lock().unwrap().is_empty());
 
+        assert_eq!(approvals.denial(), DENIED);
+
         assert!(!Approvals::denying().approve("run_command", "{}").await);
+        assert_eq!(Approvals::denying().denial(), UNANSWERED);
+        assert!(is_unanswered(Approvals::denying().denial()));
+        assert!(DENIED.starts_with("ERROR: ") && UNANSWERED.starts_with("ERROR: "));
     }
 
     #[tokio::test]

@@ -14,6 +14,7 @@ mod commands;
 mod input;
 mod ui;
 
+use std::io::IsTerminal as _;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,6 +24,7 @@ use crate::cli::EXIT_INTERRUPTED;
 use crate::config::{Config, Rules};
 use crate::hub::Hub;
 use crate::interrupt::Interrupt;
+use crate::policy::approval::Approvals;
 use crate::session::{self, Keeper, SessionArgs};
 use crate::ui::Ui;
 
@@ -47,7 +49,15 @@ pub async fn main(config: Config, session: &SessionArgs) -> anyhow::Result<ExitC
     for warning in &started.warnings {
         ui.notice(warning);
     }
-    let agent = started.agent;
+    // Questions are asked with the spinner stopped (it would draw over
+    // them); without a terminal nobody is asked, as in `run`.
+    let tty = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    let approvals = if tty {
+        Approvals::asking(Arc::new(ui.inner().prompter()))
+    } else {
+        Approvals::denying()
+    };
+    let agent = started.agent.with_approvals(approvals);
     let busy = Arc::new(AtomicBool::new(false));
     watch_ctrl_c(agent.interrupt(), busy.clone());
     if opened.resumed() {
@@ -94,11 +104,10 @@ pub async fn main(config: Config, session: &SessionArgs) -> anyhow::Result<ExitC
     drop(input);
     let Repl { agent, mut ui, .. } = repl;
     ui.notice(&format!("usage: {}", agent.usage()));
-    ui.notice(&format!(
-        "session {} kept: continue it with --resume {}",
-        ui.id(),
-        ui.id()
-    ));
+    // Left before its first task, the session has no file: no hint.
+    if let Some(hint) = opened.resume_hint() {
+        ui.notice(&hint);
+    }
     agent.into_tools().shutdown().await;
     Ok(ExitCode::SUCCESS)
 }
@@ -194,16 +203,11 @@ impl Repl {
             }
             Command::Tools => {
                 let policy = self.rules.policy();
-                let lines: Vec<String> = self
-                    .agent
-                    .tools()
-                    .tools()
-                    .iter()
-                    .filter(|t| policy.allows(&t.name, &t.facts()))
+                let lines: Vec<String> = crate::cli::offered(self.agent.tools(), &policy)
+                    .into_iter()
                     .map(|t| {
                         let ro = if t.read_only { ", read-only" } else { "" };
-                        let hub = self.agent.tools();
-                        let deferred = if hub.deferred().iter().any(|d| d.name == t.name) {
+                        let deferred = if t.deferred {
                             ", deferred: found with tool_search"
                         } else {
                             ""

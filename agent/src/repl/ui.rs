@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use crate::llm::ToolCall;
+use crate::policy::approval::{Answer, Prompter, TerminalPrompter};
 use crate::ui::{Ui, tool_line};
 
 const DIM: &str = "\x1b[2m";
@@ -49,6 +50,40 @@ impl Style {
 struct Spin {
     running: bool,
     drawn: bool,
+    /// A question is open: nothing is drawn over it.
+    asking: bool,
+}
+
+impl Spin {
+    /// Clears the spinner's line if a frame is on it.
+    fn clear(&mut self) {
+        if std::mem::take(&mut self.drawn) {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[K");
+            let _ = err.flush();
+        }
+    }
+}
+
+/// Asks the approval question on the terminal with the spinner stopped
+/// and its line cleared, so the question is readable and the answer is
+/// typed on a line of its own; the spinner goes on after the answer.
+#[derive(Debug)]
+pub struct ReplPrompter {
+    spin: Arc<Mutex<Spin>>,
+}
+
+impl Prompter for ReplPrompter {
+    fn ask(&self, question: &str) -> Answer {
+        {
+            let mut spin = self.spin.lock().unwrap_or_else(|e| e.into_inner());
+            spin.asking = true;
+            spin.clear();
+        }
+        let answer = TerminalPrompter.ask(question);
+        self.spin.lock().unwrap_or_else(|e| e.into_inner()).asking = false;
+        answer
+    }
 }
 
 /// The terminal `Ui` of the interactive mode.
@@ -91,11 +126,14 @@ impl ReplUi {
     pub fn stop(&mut self) {
         let mut spin = self.spin.lock().unwrap_or_else(|e| e.into_inner());
         spin.running = false;
-        if spin.drawn {
-            spin.drawn = false;
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r\x1b[K");
-            let _ = err.flush();
+        spin.clear();
+    }
+
+    /// The prompter for approval questions, which stops this spinner
+    /// while it asks.
+    pub fn prompter(&self) -> ReplPrompter {
+        ReplPrompter {
+            spin: self.spin.clone(),
         }
     }
 
@@ -126,7 +164,7 @@ fn spawn_spinner(spin: Weak<Mutex<Spin>>) {
         while let Some(spin) = spin.upgrade() {
             {
                 let mut spin = spin.lock().unwrap_or_else(|e| e.into_inner());
-                if spin.running {
+                if spin.running && !spin.asking {
                     let mut err = std::io::stderr().lock();
                     let _ = write!(err, "\r{} working…", FRAMES[frame % FRAMES.len()]);
                     let _ = err.flush();

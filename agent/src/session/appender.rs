@@ -12,12 +12,11 @@
 //! of a run starts the file's writeback ([`Appender::start_writeback`]),
 //! serve's last write waits for an fsync ([`Appender::sync`]).
 
-use std::fs::File;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::format::{self, Header};
-use super::{SessionFile, write_private};
+use super::{SessionFile, SessionLock, create_private_dir};
 use crate::serve::RunUsage;
 use crate::transcript::Transcript;
 
@@ -28,13 +27,16 @@ pub struct Appender {
     header: Header,
     usage: RunUsage,
     surfaced: Vec<String>,
-    /// The file, opened for appending; `None`: the next write rewrites it.
-    file: Option<File>,
+    /// The file, opened for appending and locked; `None`: the next write
+    /// rewrites it.
+    file: Option<super::lock::Locked>,
     /// The serial numbers of the messages in the file, in order.
     written: Vec<u64>,
     /// The usage and surfaced tools the file holds.
     written_usage: RunUsage,
     written_surfaced: Vec<String>,
+    /// The lock on the file as it was before the first write.
+    lock: SessionLock,
 }
 
 impl Appender {
@@ -55,7 +57,16 @@ impl Appender {
             written: Vec::new(),
             written_usage: session.usage,
             written_surfaced: session.surfaced.clone(),
+            lock: SessionLock::default(),
         }
+    }
+
+    /// Keeps holding `lock` (taken when the session was opened) until the
+    /// first write puts a new, locked file in its place; a file that did
+    /// not exist then is created without replacing one.
+    pub fn holding(mut self, lock: SessionLock) -> Appender {
+        self.lock = lock;
+        self
     }
 
     /// The session's id.
@@ -181,12 +192,71 @@ impl Appender {
             format::surfaced(&mut out, &self.surfaced);
         }
         format::end(&mut out, encoded.len());
-        write_private(&self.path, &out, mcp_tools::Durability::ProcessDeath)?;
-        self.file = Some(std::fs::OpenOptions::new().append(true).open(&self.path)?);
+        self.file = Some(self.replace(&out)?);
+        self.lock.release();
         self.written = history.serials().get(1..).unwrap_or_default().to_vec();
         self.written_usage = self.usage;
         self.written_surfaced.clone_from(&self.surfaced);
         Ok(())
+    }
+}
+
+impl Appender {
+    /// Puts a new file holding `bytes` under the name, atomically, and
+    /// returns it open for appending. The new file is locked before it
+    /// takes the name, so the name is never unlocked while a run holds
+    /// the session ([`super::lock`]). No fsync: the page cache outlives a
+    /// killed process.
+    fn replace(&self, bytes: &[u8]) -> std::io::Result<super::lock::Locked> {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let dir = match self.path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        create_private_dir(dir)?;
+        let name = self.path.file_name().unwrap_or_default().to_string_lossy();
+        let temp = dir.join(format!(".{name}.{}.tmp", super::new_id()));
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&temp)?;
+        let mut file = match super::lock::lock(file) {
+            Ok(file) => file,
+            Err(e) => {
+                let _ = std::fs::remove_file(&temp);
+                return Err(e.into());
+            }
+        };
+        let placed = file
+            .write_all(bytes)
+            .and_then(|()| {
+                if self.lock.is_new() {
+                    // Created, never replaced: another run that started
+                    // on the same new name got there first.
+                    match std::fs::hard_link(&temp, &self.path) {
+                        Ok(()) => std::fs::remove_file(&temp),
+                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                            Err(std::io::Error::new(
+                                e.kind(),
+                                "another nanohermes run created this session file meanwhile; this run's turns are not written to it: start a new session",
+                            ))
+                        }
+                        // A file system without hard links: the name is
+                        // checked, then taken (a narrow race, there only).
+                        Err(_) if !self.path.exists() => std::fs::rename(&temp, &self.path),
+                        Err(e) => Err(e),
+                    }
+                } else {
+                    std::fs::rename(&temp, &self.path)
+                }
+            });
+        if let Err(e) = placed {
+            let _ = std::fs::remove_file(&temp);
+            return Err(e);
+        }
+        Ok(file)
     }
 }
 
@@ -203,6 +273,31 @@ mod tests {
 
     fn read(path: &Path) -> SessionFile {
         format::decode(&std::fs::read(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn two_runs_starting_one_new_session_file_cannot_both_write_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        let (first_lock, _) = SessionLock::take(&path).unwrap();
+        let (second_lock, _) = SessionLock::take(&path).unwrap();
+        let mut first =
+            Appender::new(&path, &SessionFile::new("s-1", dir.path())).holding(first_lock);
+        let mut second =
+            Appender::new(&path, &SessionFile::new("s-2", dir.path())).holding(second_lock);
+        first.checkpoint(&history(1), None).unwrap();
+        let err = second.checkpoint(&history(2), None).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("created this session file meanwhile"),
+            "{err}"
+        );
+        assert_eq!(read(&path).id, "s-1");
+        // The first run holds the file it wrote: a third is refused.
+        let err = SessionLock::take(&path).unwrap_err();
+        assert!(err.contains("in use by another nanohermes run"), "{err}");
+        // No temporary file is left behind.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]

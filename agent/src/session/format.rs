@@ -138,6 +138,28 @@ pub fn encode(file: &SessionFile) -> Vec<u8> {
     out
 }
 
+/// Whether `bytes` claim to be a session file, whole or damaged: a
+/// version 2 header on the first line, or a version 1 object (`version`,
+/// `id` and `messages`; a cut one: an object naming `version` and `id`).
+/// What does not (`notes.md`, a `package.json`) is someone else's file,
+/// never set aside or written over.
+pub fn looks_like_session(bytes: &[u8]) -> bool {
+    let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+    if matches!(
+        serde_json::from_slice::<Record>(first),
+        Ok(Record::Session(_))
+    ) {
+        return true;
+    }
+    if let Ok(value) = serde_json::from_slice::<Value>(bytes) {
+        return ["version", "id", "messages"]
+            .iter()
+            .all(|key| value.get(key).is_some());
+    }
+    let text = String::from_utf8_lossy(bytes);
+    text.trim_start().starts_with('{') && text.contains("\"version\"") && text.contains("\"id\"")
+}
+
 /// Reads a session file of either version.
 pub fn decode(bytes: &[u8]) -> Result<SessionFile, Problem> {
     let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
@@ -215,6 +237,27 @@ fn decode_lines(bytes: &[u8]) -> Result<SessionFile, Problem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_session_files_look_like_sessions() {
+        let file = SessionFile::new("s-1", std::path::Path::new("/w"));
+        assert!(looks_like_session(&encode(&file)));
+        assert!(looks_like_session(
+            br#"{"id":"a","messages":[],"usage":{},"version":1}"#
+        ));
+        assert!(looks_like_session(br#"{"version": 1, "id": "a", "mess"#));
+        for other in [
+            &b"# notes\n\nsome text\n"[..],
+            br#"{"name":"pkg","version":"1.0.0"}"#,
+            b"[1, 2]",
+        ] {
+            assert!(
+                !looks_like_session(other),
+                "{}",
+                String::from_utf8_lossy(other)
+            );
+        }
+    }
     use serde_json::json;
 
     fn sample() -> SessionFile {

@@ -18,7 +18,7 @@ impl<U: Ui> Keeper<U> {
     pub fn new(inner: U, opened: &Opened) -> Keeper<U> {
         Keeper {
             inner,
-            session: Appender::new(&opened.path, &opened.file),
+            session: Appender::new(&opened.path, &opened.file).holding(opened.take_lock()),
             surfaced: None,
         }
     }

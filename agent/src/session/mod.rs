@@ -29,6 +29,7 @@
 mod appender;
 pub mod format;
 mod keeper;
+mod lock;
 mod open;
 
 use std::path::{Path, PathBuf};
@@ -41,6 +42,7 @@ use crate::serve::RunUsage;
 pub use appender::Appender;
 pub use format::VERSION;
 pub use keeper::Keeper;
+pub use lock::SessionLock;
 pub use open::{Opened, SessionArgs, load_or_set_aside, open};
 
 /// What a session file holds, as read (deserialised as such from a
@@ -91,6 +93,25 @@ impl SessionStore {
         }
     }
 
+    /// Refuses a session directory that is a symbolic link
+    /// (`.nanohermes` or `.nanohermes/sessions`): a repository could ship
+    /// one to put the whole conversation, tool output included, outside
+    /// the workspace, or to read a planted session back in.
+    pub fn check(&self) -> Result<(), String> {
+        for dir in [self.dir.parent(), Some(self.dir.as_path())]
+            .into_iter()
+            .flatten()
+        {
+            if std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(format!(
+                    "the session directory {} is a symbolic link; nanohermes keeps sessions only in a real directory inside the workspace: remove the link (or pass --session FILE)",
+                    dir.display()
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The file of session `id` (which must be [`valid_id`]).
     pub fn path(&self, id: &str) -> PathBuf {
         self.dir.join(format!("{id}.json"))
@@ -104,6 +125,7 @@ impl SessionStore {
                 "session_id {id:?} is not a session id (letters, digits and '-', at most 64); pass the session_id a run_task result returned"
             ));
         }
+        self.check()?;
         let path = self.path(id);
         let file = match read_file(&path) {
             Ok(file) => file,
@@ -128,6 +150,7 @@ impl SessionStore {
     /// Writes `file` whole, atomically, mode 0600, in a directory only the
     /// user can read.
     pub fn save(&self, file: &SessionFile) -> std::io::Result<()> {
+        self.check().map_err(std::io::Error::other)?;
         save_to(&self.path(&file.id), file)
     }
 
@@ -169,15 +192,10 @@ enum Unreadable {
 }
 
 fn read_file(path: &Path) -> Result<Option<SessionFile>, Unreadable> {
-    let bytes = match std::fs::read(path) {
+    let bytes = match lock::read_no_follow(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(Unreadable::Io(format!(
-                "cannot read session {}: {e}",
-                path.display()
-            )));
-        }
+        Err(e) => return Err(Unreadable::Io(lock::unreadable(path, &e))),
     };
     format::decode(&bytes).map(Some).map_err(Unreadable::Bad)
 }
@@ -207,18 +225,54 @@ pub fn write_private(
     bytes: &[u8],
     durability: mcp_tools::Durability,
 ) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    if let Some(dir) = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
-    {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    if let Some(dir) = path.parent() {
+        create_private_dir(dir)?;
     }
     mcp_tools::write_atomic_with(path, bytes, 0o600, durability)
+}
+
+/// What the `.gitignore` the agent writes into a directory it creates
+/// under `.nanohermes` holds: everything, itself included.
+pub const GITIGNORE: &str = "*\n";
+
+/// Creates `dir` (mode 0700) with its missing parents. When the topmost
+/// directory created is `.nanohermes` itself or lies inside one, it gets
+/// a `.gitignore` holding `*`: sessions hold the whole conversation, tool
+/// output included, and must not be committed by a `git add .`. An
+/// existing `.nanohermes` (a project's committed config) is not given
+/// one: its new subdirectory is. A `.gitignore` already there is kept.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    if dir.as_os_str().is_empty() || dir.is_dir() {
+        return Ok(());
+    }
+    let mut top = dir;
+    while let Some(parent) = top
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty() && !p.exists())
+    {
+        top = parent;
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    let agents = top
+        .components()
+        .any(|c| c.as_os_str() == std::ffi::OsStr::new(".nanohermes"));
+    if agents {
+        let created = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(top.join(".gitignore"));
+        match created {
+            Ok(mut file) => std::io::Write::write_all(&mut file, GITIGNORE.as_bytes())?,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Whether `id` may name a session file: 1 to 64 ASCII letters, digits

@@ -348,16 +348,147 @@ async fn an_unreachable_base_url_is_a_one_line_error() {
 }
 
 #[tokio::test]
-async fn a_missing_workspace_is_a_one_line_error() {
-    let run = nanohermes(
-        &["tools", "--workspace", "/nonexistent/nanohermes-test"],
-        &[],
-    )
-    .await;
+async fn a_missing_workspace_is_a_one_line_usage_error_exiting_2() {
+    for command in ["tools", "run"] {
+        let run = nanohermes(
+            &[command, "--workspace", "/nonexistent/nanohermes-test", "hi"]
+                [..if command == "run" { 4 } else { 3 }],
+            &[("OPENAI_API_KEY", "k")],
+        )
+        .await;
 
-    assert_one_line_error(
-        &run,
-        "workspace /nonexistent/nanohermes-test does not exist",
+        assert_eq!(run.code, Some(2), "{command}: {run:#?}");
+        let lines: Vec<_> = run.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{}", run.stderr);
+        assert!(
+            lines[0].starts_with(
+                "nanohermes: error: workspace /nonexistent/nanohermes-test does not exist"
+            ),
+            "{}",
+            lines[0]
+        );
+    }
+}
+
+/// `serve` has no workspace of its own: `--workspace` there is a usage
+/// error naming `--root`, not a flag silently ignored.
+#[tokio::test]
+async fn serve_refuses_a_workspace_flag_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = workspace_arg(dir.path());
+    let run = nanohermes(&["serve", "--workspace", &workspace], &[]).await;
+    assert_eq!(run.code, Some(2), "{run:#?}");
+    assert!(
+        run.stderr
+            .starts_with("nanohermes: error: serve takes no --workspace")
+            && run.stderr.contains("--root"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// Under `--output-format json|stream-json` every error, those before the
+/// run starts too, ends stdout with one result object; the exit codes
+/// stay as documented (1 an error, 2 a usage error).
+#[tokio::test]
+async fn every_error_under_the_json_formats_is_a_json_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = workspace_arg(dir.path());
+    std::fs::write(dir.path().join("notes.md"), "# notes\n").unwrap();
+    let notes = dir.path().join("notes.md").display().to_string();
+    /// Flags, environment, exit code, what the error says.
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], i32, &'a str);
+    let cases: [Case<'_>; 3] = [
+        (
+            &["--workspace", &workspace],
+            &[],
+            1,
+            "OPENAI_API_KEY is not set",
+        ),
+        (
+            &["--workspace", "/nonexistent/nanohermes-test"],
+            &[("OPENAI_API_KEY", "k")],
+            2,
+            "workspace /nonexistent/nanohermes-test does not exist",
+        ),
+        (
+            &["--workspace", &workspace, "--session", &notes],
+            &[("OPENAI_API_KEY", "k")],
+            1,
+            "is not a nanohermes session file",
+        ),
+    ];
+    for format in ["json", "stream-json", "text"] {
+        for (flags, env, code, error) in &cases {
+            let mut args = vec!["run", "--output-format", format];
+            args.extend_from_slice(flags);
+            args.push("hi");
+            let run = nanohermes(&args, env).await;
+            assert_eq!(run.code, Some(*code), "{format} {flags:?}: {run:#?}");
+            assert!(run.stderr.contains(error), "{}", run.stderr);
+            if format == "text" {
+                assert_eq!(run.stdout, "", "{flags:?}");
+                continue;
+            }
+            let lines: Vec<&str> = run.stdout.lines().collect();
+            assert_eq!(lines.len(), 1, "{format} {flags:?}: {}", run.stdout);
+            let result: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+            assert_eq!(result["type"], "result");
+            assert_eq!(result["is_error"], true);
+            assert_eq!(result["status"], "error");
+            assert!(
+                result["result"].as_str().unwrap().contains(error),
+                "{result}"
+            );
+        }
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.md")).unwrap(),
+        "# notes\n"
+    );
+}
+
+/// The help and agent/README.md name the same `mcp` subcommands (every
+/// one clap knows), and README's exit codes say what a usage error exits.
+#[tokio::test]
+async fn the_help_and_the_readme_name_every_mcp_subcommand() {
+    let mcp = nanohermes(&["mcp", "--help"], &[]).await;
+    let names: Vec<&str> = mcp
+        .stdout
+        .split("Commands:")
+        .nth(1)
+        .unwrap()
+        .split("Options:")
+        .next()
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .collect();
+    assert_eq!(names.len(), 8, "{names:?}");
+    let top = nanohermes(&["--help"], &[]).await;
+    let line = top
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("mcp "))
+        .unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let row = readme
+        .lines()
+        .find_map(|l| l.strip_prefix("| `nanohermes mcp "))
+        .unwrap();
+    let listed: Vec<&str> = row.split('`').next().unwrap().split("\\|").collect();
+    for name in &names {
+        assert!(line.contains(name), "{name} missing from: {line}");
+        assert!(
+            listed.contains(name),
+            "{name} missing from README: {listed:?}"
+        );
+    }
+    assert!(
+        readme.contains("`2` a usage or configuration error"),
+        "README's exit codes"
     );
 }
 
@@ -1089,4 +1220,77 @@ async fn a_required_builtin_starts_with_the_agent_and_its_failure_stops_the_run(
         run.stderr
     );
     assert!(mock.requests().is_empty(), "the model was asked");
+}
+
+/// What `nanohermes tools` lists is what the model gets: every name the
+/// first request declares (the hub's `tool_search`, resource and prompt
+/// tools, `agent_list` and `skill` among them) is a row, and the
+/// deferred tools are the rest.
+#[tokio::test]
+async fn tools_lists_every_tool_the_model_is_declared_meta_tools_included() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = workspace_arg(dir.path());
+    let skill = dir.path().join(".nanohermes/skills/release/SKILL.md");
+    std::fs::create_dir_all(skill.parent().unwrap()).unwrap();
+    std::fs::write(
+        &skill,
+        "---\nname: release\ndescription: How to cut a release\n---\nSteps.\n",
+    )
+    .unwrap();
+    let mcp = format!(
+        "fx={} --many 300 --resources --agent",
+        fixture_server().display()
+    );
+    let mock = MockModel::start(vec![text(&["done"]).into()]).await;
+    let url = mock.base_url();
+
+    let listed = nanohermes(
+        &["tools", "--workspace", &workspace, "--mcp", &mcp],
+        &on_mock(&mock, &url),
+    )
+    .await;
+    let ran = nanohermes(
+        &["run", "--workspace", &workspace, "--mcp", &mcp, "hi"],
+        &on_mock(&mock, &url),
+    )
+    .await;
+
+    assert_eq!(listed.code, Some(0), "{listed:#?}");
+    assert_eq!(ran.code, Some(0), "{ran:#?}");
+    let rows: Vec<Vec<&str>> = listed
+        .stdout
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let declared = declared(&mock.requests()[0]);
+    for meta in [
+        "tool_search",
+        "mcp_list_resources",
+        "mcp_read_resource",
+        "mcp_list_prompts",
+        "mcp_get_prompt",
+        "agent_list",
+        "skill",
+    ] {
+        assert!(
+            declared.iter().any(|d| d == meta),
+            "{meta} declared: {declared:?}"
+        );
+    }
+    for name in &declared {
+        let row = rows.iter().find(|r| r[0] == name.as_str());
+        let row =
+            row.unwrap_or_else(|| panic!("{name} is declared but not listed:\n{}", listed.stdout));
+        assert_eq!(row[3], "no", "{row:?}");
+    }
+    assert!(
+        rows.iter()
+            .any(|r| r == &["tool_search", "nanohermes", "yes", "no"]),
+        "{}",
+        listed.stdout
+    );
+    let deferred = rows.iter().filter(|r| r[3] == "yes").count();
+    assert_eq!(rows.len(), declared.len() + deferred, "{}", listed.stdout);
+    assert!(deferred > 0);
 }

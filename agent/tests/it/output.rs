@@ -328,3 +328,81 @@ async fn stream_json_reports_an_interrupt_as_error_during_execution_and_exits_13
     assert_eq!(result["is_error"], true);
     assert_eq!(mock.requests().len(), 1);
 }
+
+/// Denied calls look denied: without a terminal, a write in the default
+/// mode and a command in accept-edits are errors on their tool line and
+/// in stream-json (`is_error: true`), nothing is written, and the run
+/// ends by saying how many calls nobody could approve and how to allow
+/// them.
+#[tokio::test]
+async fn a_call_nobody_could_approve_is_shown_as_denied_and_counted_at_the_end() {
+    for (mode, tool, arguments, way) in [
+        (
+            "default",
+            "write_file",
+            json!({"path": "w.txt", "content": "x"}),
+            "--mode accept-edits",
+        ),
+        (
+            "accept-edits",
+            "run_command",
+            json!({"command": "touch ran.txt"}),
+            "--mode goal",
+        ),
+    ] {
+        for format in ["stream-json", "text"] {
+            let dir = tempfile::tempdir().unwrap();
+            let mock = MockModel::start(vec![
+                tool_calls(&[call("c_denied", tool, arguments.clone())]).into(),
+                text(&["done"]).into(),
+            ])
+            .await;
+            let mut command = command(&mock, dir.path(), format, &[], "go");
+            command
+                .env("NANOHERMES_MODE", mode)
+                .stdin(std::process::Stdio::null());
+            let run = finish(command.spawn().unwrap()).await;
+
+            assert_eq!(run.code, Some(0), "{run:#?}");
+            if format == "stream-json" {
+                let events = events(&run);
+                let result = events
+                    .iter()
+                    .find(|e| e["type"] == "user")
+                    .map(|e| &e["message"]["content"][0])
+                    .unwrap();
+                assert_eq!(result["is_error"], true, "{mode}: {result}");
+                let last = events.last().unwrap();
+                assert_eq!(
+                    last["permission_denials"],
+                    json!([{"tool_name": tool, "tool_use_id": "c_denied", "tool_input": arguments}]),
+                    "{last}"
+                );
+                assert!(
+                    result["content"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with("ERROR: Command denied"),
+                    "{result}"
+                );
+            } else {
+                let line = run
+                    .stderr
+                    .lines()
+                    .find(|l| l.starts_with(&format!("tool {tool} ")))
+                    .unwrap_or_else(|| panic!("{}", run.stderr));
+                assert!(line.contains("-> ERROR: Command denied"), "{line}");
+            }
+            assert!(
+                run.stderr.contains(&format!(
+                    "nanohermes: 1 tool call was denied because nobody could approve them (no terminal to ask on): {tool}; to let such calls run, use "
+                )),
+                "{}",
+                run.stderr
+            );
+            assert!(run.stderr.contains(way), "{mode}: {}", run.stderr);
+            assert!(!dir.path().join("w.txt").exists() && !dir.path().join("ran.txt").exists());
+            assert_requests_valid(&mock.requests());
+        }
+    }
+}

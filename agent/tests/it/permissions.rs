@@ -9,7 +9,7 @@ use nanohermes::agent::AgentConfig;
 use nanohermes::config::sources::{BuiltinName, Mode, ServerSpec};
 use nanohermes::hub::{Hub, HubConfig};
 use nanohermes::policy::Policy;
-use nanohermes::policy::approval::DENIED;
+use nanohermes::policy::approval::{DENIED, UNANSWERED};
 use serde_json::json;
 
 use crate::support::history::assert_requests_valid;
@@ -257,12 +257,9 @@ async fn without_a_terminal_default_mode_denies_the_shell_and_writes_with_the_sh
     let requests = mock.requests();
     assert_requests_valid(&requests);
     let messages = requests[1].messages();
-    assert_eq!(tool_result(messages, "c_run"), DENIED);
-    assert_eq!(
-        DENIED,
-        "Command denied by the user. Do not retry it; ask what to do instead."
-    );
-    assert_eq!(tool_result(messages, "c_write"), DENIED);
+    assert_eq!(tool_result(messages, "c_run"), UNANSWERED);
+    assert!(UNANSWERED.starts_with("ERROR: Command denied: it needs the user's approval"));
+    assert_eq!(tool_result(messages, "c_write"), UNANSWERED);
     assert!(!tool_result(messages, "c_read").starts_with("ERROR"));
     assert!(!w.workspace.join("ran.txt").exists());
     assert!(!w.workspace.join("w.txt").exists());

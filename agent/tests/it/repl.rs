@@ -467,3 +467,112 @@ async fn without_a_terminal_lines_come_from_stdin_and_nothing_is_painted() {
     assert!(stderr.contains("session "), "{stderr}");
     assert_eq!(mock.requests().len(), 1);
 }
+
+/// The approval question is readable: the spinner stops (and its line is
+/// cleared) while the question waits, instead of drawing `⠏ working…`
+/// over it; a `n` answer shows the call as denied.
+#[tokio::test]
+async fn the_spinner_stops_while_the_approval_question_waits() {
+    let mock = MockModel::start(vec![
+        tool_calls(&[call(
+            "c_write",
+            "write_file",
+            json!({"path": "w.txt", "content": "x"}),
+        )])
+        .into(),
+        text(&["all done"]).into(),
+    ])
+    .await;
+    let Some(mut t) = Terminal::start(&mock, "", &[("NO_COLOR", "1")]) else {
+        return;
+    };
+    t.line("write it").await;
+    t.expect("Allow? [y]es / [n]o / [a]lways for write_file:")
+        .await;
+    let asked_at = t.seen;
+    // Several spinner frames' time (one each 100 ms).
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let after = t.screen()[asked_at..].to_owned();
+    assert!(
+        !after.contains("working"),
+        "the spinner drew over the question: {after:?}"
+    );
+    let before = &t.screen()[..asked_at];
+    let question_line = before.rsplit('\n').next().unwrap();
+    assert!(
+        question_line.starts_with("Allow? [y]es"),
+        "the question starts its own line: {question_line:?}"
+    );
+    t.type_keys("n\r").await;
+    t.expect("tool write_file").await;
+    t.expect("-> ERROR: Command denied by the user").await;
+    t.expect("all done").await;
+    t.line("/exit").await;
+    let (status, screen) = t.wait().await;
+    assert!(status.success(), "{screen}");
+    assert!(!t.workspace.join("w.txt").exists());
+    assert_requests_valid(&mock.requests());
+}
+
+/// A resume hint is printed only when it resumes: leaving before any task
+/// prints none (there is no session to continue); after a task, the
+/// `--resume ID` printed continues the conversation.
+#[tokio::test]
+async fn the_resume_hint_is_printed_only_when_it_works() {
+    let mock = MockModel::start(vec![
+        text(&["first answer"]).into(),
+        text(&["second answer"]).into(),
+    ])
+    .await;
+    let Some(mut t) = Terminal::start(&mock, "", &[("NO_COLOR", "1")]) else {
+        return;
+    };
+    t.line("/exit").await;
+    let (status, screen) = t.wait().await;
+    assert!(status.success(), "{screen}");
+    assert!(!screen.contains("continue it with"), "{screen}");
+    assert!(
+        !t.workspace.join(".nanohermes/sessions").exists()
+            || std::fs::read_dir(t.workspace.join(".nanohermes/sessions"))
+                .unwrap()
+                .all(|e| e.unwrap().file_name() == ".gitignore")
+    );
+
+    // /tools lists what the model is declared: the `skill` tool too.
+    let skill = t.workspace.join(".nanohermes/skills/release/SKILL.md");
+    std::fs::create_dir_all(skill.parent().unwrap()).unwrap();
+    std::fs::write(
+        &skill,
+        "---\nname: release\ndescription: Cut a release\n---\nSteps.\n",
+    )
+    .unwrap();
+    t.again(&mock, &[]);
+    t.line("/tools").await;
+    t.expect("skill (nanohermes, read-only)").await;
+    t.line("first task").await;
+    t.expect("first answer").await;
+    t.line("/exit").await;
+    let (status, screen) = t.wait().await;
+    assert!(status.success(), "{screen}");
+    let id = screen
+        .split("continue it with --resume ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no hint: {screen}"))
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+
+    t.again(&mock, &["--resume", &id]);
+    t.expect("continuing session").await;
+    t.line("second task").await;
+    t.expect("second answer").await;
+    t.line("/exit").await;
+    let (status, screen) = t.wait().await;
+    assert!(status.success(), "{screen}");
+    let requests = mock.requests();
+    assert_eq!(
+        user_texts(requests[1].messages()),
+        ["first task", "second task"]
+    );
+}

@@ -604,7 +604,7 @@ async fn an_approval_is_asked_of_the_host_in_each_era_and_its_answer_is_honoured
             } else {
                 assert_eq!(
                     tool_result,
-                    "Command denied by the user. Do not retry it; ask what to do instead."
+                    "ERROR: Command denied by the user. Do not retry it; ask what to do instead."
                 );
             }
             assert_requests_valid(&requests);

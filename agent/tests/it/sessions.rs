@@ -359,3 +359,280 @@ fn a_damaged_line_before_the_last_step_sets_the_file_aside_for_run_and_is_an_err
     assert_eq!(aside.len(), 1);
     assert_eq!(std::fs::read_to_string(aside[0].path()).unwrap(), damaged);
 }
+
+/// `nanohermes run TASK` in `workspace` on `mock`, unattended, with
+/// `extra` flags; stdin is not a terminal.
+async fn run_in(
+    mock: &MockModel,
+    workspace: &Path,
+    extra: &[&str],
+    task: &str,
+) -> crate::support::binary::Run {
+    let url = mock.base_url();
+    let ws = workspace.display().to_string();
+    let mut args = vec!["run", "--workspace", ws.as_str()];
+    args.extend_from_slice(extra);
+    args.push(task);
+    crate::support::binary::nanohermes(&args, &crate::support::binary::on_mock(mock, &url)).await
+}
+
+/// A directory outside the temp directory (what a planted link would
+/// point at), removed when dropped.
+struct Outside(PathBuf);
+
+impl Outside {
+    fn new(name: &str) -> Outside {
+        let path = PathBuf::from(format!("/var/tmp/nanohermes-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        Outside(path)
+    }
+
+    fn is_empty(&self) -> bool {
+        std::fs::read_dir(&self.0).unwrap().next().is_none()
+    }
+}
+
+impl Drop for Outside {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The agent's own files stay out of the user's repository: the
+/// `.nanohermes/` a run creates holds a `.gitignore` of `*`, so `git add
+/// .` leaves the session out; a `.nanohermes/` that was there (a project's
+/// committed config) is left alone and its new `sessions/` ignores itself;
+/// an existing `.gitignore` is never overwritten.
+#[tokio::test]
+async fn the_nanohermes_directory_a_run_creates_is_ignored_by_git() {
+    for (existing, gitignore_at) in [
+        (None, ".nanohermes/.gitignore"),
+        (
+            Some(("config.toml", "# the project's\n")),
+            ".nanohermes/sessions/.gitignore",
+        ),
+        (
+            Some((".gitignore", "sessions/\n")),
+            ".nanohermes/sessions/.gitignore",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path();
+        crate::support::binary::git(ws, &["init", "-q"]);
+        if let Some((name, content)) = existing {
+            std::fs::create_dir_all(ws.join(".nanohermes")).unwrap();
+            std::fs::write(ws.join(".nanohermes").join(name), content).unwrap();
+        }
+        let mock = MockModel::start(vec![text(&["done"]).into()]).await;
+
+        let run = run_in(&mock, ws, &[], "hello").await;
+
+        assert_eq!(run.code, Some(0), "{run:#?}");
+        assert_eq!(
+            std::fs::read_to_string(ws.join(gitignore_at)).unwrap(),
+            "*\n",
+            "{existing:?}"
+        );
+        if let Some((name, content)) = existing {
+            assert_eq!(
+                std::fs::read_to_string(ws.join(".nanohermes").join(name)).unwrap(),
+                content,
+                "kept as it was"
+            );
+        }
+        crate::support::binary::git(ws, &["add", "."]);
+        let staged = crate::support::binary::git(ws, &["diff", "--cached", "--name-only"]);
+        assert!(!staged.contains("sessions/"), "{existing:?}: {staged}");
+    }
+}
+
+/// A repository that ships `.nanohermes/sessions` (or `.nanohermes`) as a
+/// link to elsewhere does not get the conversation written there: the
+/// run is refused with a clear error and nothing lands outside.
+#[tokio::test]
+async fn a_session_directory_that_is_a_symlink_is_refused() {
+    for link in [".nanohermes/sessions", ".nanohermes"] {
+        let outside = Outside::new("sessions-link");
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path();
+        std::fs::create_dir_all(ws.join(link).parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&outside.0, ws.join(link)).unwrap();
+        let mock = MockModel::start(vec![text(&["done"]).into()]).await;
+
+        let run = run_in(&mock, ws, &[], "hello").await;
+
+        assert_eq!(run.code, Some(1), "{run:#?}");
+        assert!(
+            run.stderr.contains(&format!(
+                "the session directory {} is a symbolic link",
+                ws.join(link).display()
+            )),
+            "{}",
+            run.stderr
+        );
+        assert!(outside.is_empty(), "{link}: something was written outside");
+        assert!(mock.requests().is_empty());
+    }
+}
+
+/// `--session FILE` on a file that is not a session is refused and left
+/// as it was (not renamed to `FILE.corrupt-N`); a session file another
+/// run holds is refused while it holds it; the hint a run prints is the
+/// flag that continues it, and does.
+#[tokio::test]
+async fn session_file_runs_refuse_other_files_and_a_held_session_and_hint_what_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    let notes = ws.join("notes.md");
+    std::fs::write(&notes, "# my notes\n").unwrap();
+    let notes_arg = notes.display().to_string();
+    let mock = MockModel::start(vec![text(&["first"]).into(), text(&["second"]).into()]).await;
+
+    let refused = run_in(&mock, ws, &["--session", &notes_arg], "hello").await;
+    assert_eq!(refused.code, Some(1), "{refused:#?}");
+    assert!(
+        refused
+            .stderr
+            .contains("notes.md is not a nanohermes session file; it was left untouched"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "# my notes\n");
+    let names: Vec<String> = std::fs::read_dir(ws)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.contains("corrupt")), "{names:?}");
+
+    let session = ws.join("s.json");
+    let session_arg = session.display().to_string();
+    let first = run_in(&mock, ws, &["--session", &session_arg], "one").await;
+    assert_eq!(first.code, Some(0), "{first:#?}");
+    let hint = format!("continue it with --session {session_arg}");
+    assert!(first.stderr.contains(&hint), "{}", first.stderr);
+    assert!(!first.stderr.contains("--resume"), "{}", first.stderr);
+
+    // Another run holds the file (its lock, as a running nanohermes holds it).
+    let before = std::fs::read(&session).unwrap();
+    let held = std::fs::File::open(&session).unwrap();
+    held.lock().unwrap();
+    let busy = run_in(&mock, ws, &["--session", &session_arg], "two").await;
+    assert_eq!(busy.code, Some(1), "{busy:#?}");
+    assert!(
+        busy.stderr.contains("is in use by another nanohermes run"),
+        "{}",
+        busy.stderr
+    );
+    assert_eq!(std::fs::read(&session).unwrap(), before);
+    drop(held);
+
+    // The hint works: the second run continues the first's conversation.
+    let second = run_in(&mock, ws, &["--session", &session_arg], "two").await;
+    assert_eq!(second.code, Some(0), "{second:#?}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].messages()[1]["content"], "one");
+    assert_requests_valid(&requests);
+}
+
+/// Two real runs on one session file at once: the second is refused with
+/// a clear error while the first (waiting on its model) holds the file,
+/// and the first's turn is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_run_on_a_session_in_use_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    let session = ws.join("s.json");
+    let session_arg = session.display().to_string();
+    let gate = ws.join("gate");
+    let asked = ws.join("asked");
+    let (gate_seen, asked_by) = (gate.clone(), asked.clone());
+    let mock = MockModel::start(vec![
+        text(&["ready"]).into(),
+        text(&["slow"]).when_requested(move || {
+            // Answer only once the test has tried the second run (the
+            // mock's log is locked meanwhile: say so with a file).
+            std::fs::write(&asked_by, "").unwrap();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while !gate_seen.exists() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }),
+    ])
+    .await;
+    let made = run_in(&mock, ws, &["--session", &session_arg], "make it").await;
+    assert_eq!(made.code, Some(0), "{made:#?}");
+
+    let url = mock.base_url();
+    let ws_arg = ws.display().to_string();
+    let env = crate::support::binary::on_mock(&mock, &url);
+    let first = tokio::spawn({
+        let (ws_arg, session_arg) = (ws_arg.clone(), session_arg.clone());
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        async move {
+            let env: Vec<(&str, &str)> =
+                env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            crate::support::binary::nanohermes(
+                &[
+                    "run",
+                    "--workspace",
+                    &ws_arg,
+                    "--session",
+                    &session_arg,
+                    "first",
+                ],
+                &env,
+            )
+            .await
+        }
+    });
+    // The first run is waiting on its model: it holds the file.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !asked.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first run never asked"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // A plain blocking wait: the mock's hook holds a runtime worker.
+    let second = std::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"))
+        .args([
+            "run",
+            "--workspace",
+            &ws_arg,
+            "--session",
+            &session_arg,
+            "second",
+        ])
+        .env("NANOHERMES_HOME", crate::support::binary::TEST_HOME)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    std::fs::write(&gate, "").unwrap();
+    let first = first.await.unwrap();
+    let second = crate::support::binary::Run::from(second);
+
+    assert_eq!(second.code, Some(1), "{second:#?}");
+    assert!(
+        second
+            .stderr
+            .contains("is in use by another nanohermes run"),
+        "{}",
+        second.stderr
+    );
+    assert_eq!(first.code, Some(0), "{first:#?}");
+    let kept = session::read(&session).unwrap().unwrap();
+    let users: Vec<&Value> = kept
+        .messages
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| &m["content"])
+        .collect();
+    assert_eq!(users, [&json!("make it"), &json!("first")]);
+}
