@@ -20,7 +20,7 @@ pub const DENIED: &str =
 /// The result the model reads when the call needs a yes and nobody can
 /// give one (no terminal): the run counts these and says how to allow
 /// them ([`is_unanswered`]).
-pub const UNANSWERED: &str = "ERROR: Command denied: it needs the user's approval and nobody can answer here (no terminal). Do not retry it; say what you wanted to run instead.";
+pub const UNANSWERED: &str = "ERROR: Command denied: it needs the user's approval and nobody can answer here (no terminal, or a host that cannot be asked). Do not retry it; say what you wanted to run instead.";
 
 /// Whether `result` is the denial of a call nobody could approve.
 pub fn is_unanswered(result: &str) -> bool {

@@ -640,7 +640,7 @@ async fn a_host_that_declared_no_elicitation_is_never_asked_and_the_call_is_deni
         let requests = setup.mock.requests();
         assert_eq!(
             requests[1].messages().last().unwrap()["content"],
-            "Command denied by the user. Do not retry it; ask what to do instead.",
+            nanohermes::policy::approval::UNANSWERED,
             "{era:?}"
         );
         assert!(!setup.root().join("ran.txt").exists());

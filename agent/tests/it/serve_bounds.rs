@@ -96,7 +96,15 @@ async fn a_debug_task_under_a_goal_server_writes_neither_the_workspace_nor_tmp()
 
 #[tokio::test]
 async fn hung_workspaces_and_sessions_never_stall_another_task_and_sigterm_still_ends_the_server() {
-    let setup = Setup::new(vec![text(&["good root answered"]).into()]).await;
+    // Since guidance and sessions are opened non-blocking, the FIFO
+    // workspaces and sessions may run (or fail) rather than hang: enough
+    // replies for every task, all the same.
+    let setup = Setup::new(
+        (0..5)
+            .map(|_| text(&["good root answered"]).into())
+            .collect(),
+    )
+    .await;
     // Project guidance that is a FIFO nobody writes: reading it blocks
     // (until guidance is opened non-blocking; the isolation must not
     // depend on that).
@@ -113,11 +121,18 @@ async fn hung_workspaces_and_sessions_never_stall_another_task_and_sigterm_still
     )
     .unwrap();
     let canonical = |dir: &tempfile::TempDir| dir.path().canonicalize().unwrap();
-    let user_config = format!(
-        "[projects.{:?}]\ntrust_level = \"trusted\"\n",
-        canonical(&hung_server).display().to_string()
-    );
-    std::fs::write(setup.home.path().join("config.toml"), user_config).unwrap();
+    // Trusted as `nanohermes trust` does it: the level and each file's digest.
+    let sources = nanohermes::config::sources::ConfigSources {
+        nanohermes_home: Some(setup.home.path().to_path_buf()),
+        home: None,
+        workspace: canonical(&hung_server),
+        env: Default::default(),
+        flags: Default::default(),
+    };
+    nanohermes::config::sources::trust_check(&sources)
+        .unwrap()
+        .trust_now()
+        .unwrap();
 
     // Two workers, as on a two-core machine: two blocked workers would be
     // the whole runtime.
@@ -128,15 +143,21 @@ async fn hung_workspaces_and_sessions_never_stall_another_task_and_sigterm_still
     let (client, pid) = connect(server, Host::new()).await;
 
     let mut stuck = Vec::new();
-    for dir in [&fifo_guidance, &second_fifo, &hung_server] {
+    let mut others = Vec::new();
+    for dir in [&hung_server, &fifo_guidance, &second_fifo] {
         let peer = client.peer().clone();
         let workspace = canonical(dir).display().to_string();
-        stuck.push(tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             peer.call_tool(run_task(
                 json!({"task": "never starts", "workspace": workspace}),
             ))
             .await
-        }));
+        });
+        if stuck.is_empty() {
+            stuck.push(task);
+        } else {
+            others.push(task);
+        }
     }
     // Session files a repository planted as FIFOs, in the good root itself.
     let sessions = setup.root().join(".nanohermes/sessions");
@@ -144,7 +165,7 @@ async fn hung_workspaces_and_sessions_never_stall_another_task_and_sigterm_still
     for id in ["planted-a", "planted-b"] {
         mkfifo(&sessions.join(format!("{id}.json")));
         let peer = client.peer().clone();
-        stuck.push(tokio::spawn(async move {
+        others.push(tokio::spawn(async move {
             peer.call_tool(run_task(json!({"task": "resume", "session_id": id})))
                 .await
         }));
@@ -186,7 +207,7 @@ async fn hung_workspaces_and_sessions_never_stall_another_task_and_sigterm_still
         "SIGTERM ended the server in {} ms",
         sent.elapsed().as_millis()
     );
-    for task in stuck {
+    for task in stuck.into_iter().chain(others) {
         let _ = tokio::time::timeout(HANG_GUARD, task).await;
     }
 }
