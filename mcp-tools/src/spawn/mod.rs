@@ -46,7 +46,10 @@ use tokio::process::{Child, Command};
 
 pub use env::{EnvPolicy, is_allowed_name, is_secret_name, withhold};
 pub use nix::sys::signal::Signal;
-pub use sandbox::{Confined, Sandbox, SandboxArgs, SandboxMode, SandboxPolicy, WhenUnavailable};
+pub use sandbox::{
+    Confined, PROTECTED_DIRS, PROTECTED_FILES, Sandbox, SandboxArgs, SandboxMode, SandboxPolicy,
+    WhenUnavailable,
+};
 pub use subreaper::become_subreaper;
 pub use tree::ProcessTree;
 

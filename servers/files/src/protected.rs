@@ -58,6 +58,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_name_the_sandbox_protects_is_protected_here_too() {
+        use mcp_tools::spawn::{PROTECTED_DIRS, PROTECTED_FILES};
+        for dir in PROTECTED_DIRS {
+            assert!(
+                why_protected(Path::new(dir).join("x").as_path()).is_some(),
+                "{dir}"
+            );
+        }
+        for file in PROTECTED_FILES {
+            assert!(
+                why_protected(Path::new("pkg").join(file).as_path()).is_some(),
+                "{file}"
+            );
+        }
+    }
+
+    #[test]
     fn git_agent_config_and_hook_files_are_protected_at_any_depth() {
         for path in [
             ".git",

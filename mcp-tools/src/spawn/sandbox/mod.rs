@@ -87,6 +87,16 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use child::{PROBE_ARG, answer_probe};
+
+/// Directory names that decide what runs later (git's, NanoHermes's own):
+/// read-only to commands at any depth, and written by the file tools only
+/// with the user's yes to that call (`nanohermes-files`'s `protected.rs`
+/// checks that it covers every name here).
+pub const PROTECTED_DIRS: [&str; 2] = [".git", ".nanohermes"];
+
+/// File names that decide what runs later (MCP server lists, hook lists),
+/// protected as [`PROTECTED_DIRS`] are.
+pub const PROTECTED_FILES: [&str; 2] = [".mcp.json", "hooks.json"];
 pub use probe_cache::CACHE_VAR as PROBE_CACHE_VAR;
 pub use support::{SIMULATE_VAR, Support};
 

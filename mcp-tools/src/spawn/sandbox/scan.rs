@@ -19,9 +19,10 @@ use std::sync::{Mutex, PoisonError};
 /// not searched, and the command's result says so.
 pub(super) const MAX_DIRS: usize = 100_000;
 
-/// The names protected wherever they are.
-const DIR_NAMES: &[&str] = &[".nanohermes"];
-const FILE_NAMES: &[&str] = &["hooks.json", ".mcp.json"];
+/// The names protected wherever they are (`.git` is planned on its own:
+/// a repository's directory, or a gitfile naming one).
+const DIR_NAMES: &[&str] = &[super::PROTECTED_DIRS[1]];
+const FILE_NAMES: &[&str] = &super::PROTECTED_FILES;
 
 /// What one walk found below the root (the root's own `.git` and
 /// `.nanohermes` excluded: the caller plans those).
