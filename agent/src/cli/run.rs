@@ -44,6 +44,7 @@ pub async fn run(
         duration: Default::default(),
         duration_api: Default::default(),
         permission_denials: Vec::new(),
+        failure: None,
     };
     let mut denied = None;
     let result = run_loop(
@@ -67,6 +68,11 @@ pub async fn run(
                 outcome,
                 final_text: summary.final_text,
             };
+            // Every delegation failed: the answer stands, but the run is
+            // not a success (a script must see it; the cause is usually a
+            // setup problem every later run repeats).
+            let undelegated = subagents.all_failed_notice();
+            report.failure = undelegated.clone();
             output.finish(&report);
             if let Some(denied) = &denied {
                 output.ui().notice(denied);
@@ -75,10 +81,6 @@ pub async fn run(
             if let Some(hint) = opened.resume_hint() {
                 output.ui().notice(&hint);
             }
-            // Every delegation failed: the answer stands, but the run is
-            // not a success (a script must see it; the cause is usually a
-            // setup problem every later run repeats).
-            let undelegated = subagents.all_failed_notice();
             if let Some(notice) = &undelegated {
                 output.ui().notice(notice);
             }

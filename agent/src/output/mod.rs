@@ -108,6 +108,7 @@ pub fn failed_to_start(format: OutputFormat, error: &str, started: std::time::In
         duration: started.elapsed(),
         duration_api: Duration::ZERO,
         permission_denials: Vec::new(),
+        failure: None,
     };
     write_line(&mut std::io::stdout().lock(), &result_event(&report));
 }
@@ -145,6 +146,9 @@ pub struct RunReport {
     /// The calls that were denied (nobody could approve them, or the
     /// user said no), as `{tool_name, tool_use_id, tool_input}`.
     pub permission_denials: Vec<Value>,
+    /// Why a run the model finished still failed as a whole (every
+    /// subagent call failed): the result is then an error.
+    pub failure: Option<String>,
 }
 
 /// Adds up the time from each step's start to its model turn's end: the
@@ -195,7 +199,13 @@ pub fn result_event(report: &RunReport) -> Value {
         },
         Ending::Failed(error) => ("error_during_execution", "error", true, error.clone()),
     };
-    json!({
+    // A finished run that failed as a whole (every delegation failed) is
+    // an error, as its exit code is.
+    let (subtype, status, is_error) = match &report.failure {
+        Some(_) if !is_error => ("error_during_execution", "error", true),
+        _ => (subtype, status, is_error),
+    };
+    let mut event = json!({
         "type": "result",
         "subtype": subtype,
         "is_error": is_error,
@@ -207,7 +217,11 @@ pub fn result_event(report: &RunReport) -> Value {
         "duration_ms": millis(report.duration),
         "duration_api_ms": millis(report.duration_api),
         "permission_denials": report.permission_denials,
-    })
+    });
+    if let Some(failure) = &report.failure {
+        event["error"] = Value::from(failure.as_str());
+    }
+    event
 }
 
 /// Totals in Claude Code's key names, plus how many requests they cover
@@ -259,6 +273,8 @@ mod tests {
             duration: Duration::from_millis(1234),
             duration_api: Duration::from_millis(1000),
             permission_denials: Vec::new(),
+            failure: None,
+            failure: None,
         }
     }
 

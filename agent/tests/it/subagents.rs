@@ -482,6 +482,45 @@ async fn a_failing_subagent_is_an_error_result_and_a_run_whose_every_delegation_
         "{}",
         out.stderr
     );
+
+    // The JSON result says it too: an error, whatever the model's answer.
+    let mock = MockModel::start(vec![
+        tool_calls(&[call(
+            "call_task",
+            "reviewer__run_task",
+            json!({"task": "review the change"}),
+        )])
+        .into(),
+        text(&["the reviewer could not run"]).into(),
+    ])
+    .await;
+    let env = on_mock(&mock);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = nanohermes(
+        &home,
+        &workspace,
+        &[
+            "--mode",
+            "goal",
+            "run",
+            "--output-format",
+            "json",
+            "delegate it",
+        ],
+        &env,
+    )
+    .await;
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    let result: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(result["is_error"], true, "{result}");
+    assert_eq!(result["status"], "error", "{result}");
+    assert_eq!(result["result"], "the reviewer could not run", "{result}");
+    assert!(
+        result["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("every subagent call failed")),
+        "{result}"
+    );
 }
 
 /// Another server gets the allow-list only: not the key, not the model.
