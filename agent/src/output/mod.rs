@@ -274,7 +274,6 @@ mod tests {
             duration_api: Duration::from_millis(1000),
             permission_denials: Vec::new(),
             failure: None,
-            failure: None,
         }
     }
 
