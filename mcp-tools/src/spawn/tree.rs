@@ -7,9 +7,10 @@
 //!
 //! Finding them is cheap when this process is a child subreaper: an orphan
 //! of the tree is then re-parented to this process, so it is one of our
-//! direct children and a read of /proc/self/task/*/children finds it. Only
-//! without the subreaper (or at exit) is every /proc entry read, and then
-//! only processes started after this one are looked at.
+//! direct children and a read of /proc/self/task/*/children finds it; one
+//! last look per kill reads every /proc entry (an orphan moving between
+//! this process's threads can be missing from those lists for a moment),
+//! and then only processes started after this one are looked at.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -166,8 +167,13 @@ pub(super) fn sweep(marked: &dyn Fn(&[u8]) -> bool, leader: Option<i32>, scope: 
     }
     let mut stopped = BTreeSet::new();
     let mut empty_looks = 0;
+    // The last look reads every /proc entry once: a list of our children
+    // can miss an orphan while it moves between this process's threads
+    // (the kernel re-parents to any live thread, again when that one
+    // exits), and a missed orphan would outlive its tree.
+    let mut full = false;
     for _ in 0..64 {
-        let new: Vec<i32> = find(marked, leader, scope)
+        let new: Vec<i32> = find(marked, leader, scope, full)
             .into_iter()
             .filter(|p| !stopped.contains(p))
             .collect();
@@ -176,6 +182,10 @@ pub(super) fn sweep(marked: &dyn Fn(&[u8]) -> bool, leader: Option<i32>, scope: 
             if in_flux && empty_looks < SETTLE_LOOKS {
                 empty_looks += 1;
                 std::thread::sleep(Duration::from_millis(3));
+                continue;
+            }
+            if !full && scope == Scope::Tree && subreaper::is_active() {
+                full = true;
                 continue;
             }
             break;
@@ -192,7 +202,14 @@ pub(super) fn sweep(marked: &dyn Fn(&[u8]) -> bool, leader: Option<i32>, scope: 
     subreaper::reap_orphans();
 }
 
-fn find(marked: &dyn Fn(&[u8]) -> bool, leader: Option<i32>, scope: Scope) -> BTreeSet<i32> {
+/// The processes `marked` or descended from `leader`; `full` reads every
+/// /proc entry even when the subreaper would make our children enough.
+fn find(
+    marked: &dyn Fn(&[u8]) -> bool,
+    leader: Option<i32>,
+    scope: Scope,
+    full: bool,
+) -> BTreeSet<i32> {
     let me = owner().pid;
     let mut roots: Vec<i32> = leader.into_iter().collect();
     if subreaper::is_active() {
@@ -213,7 +230,9 @@ fn find(marked: &dyn Fn(&[u8]) -> bool, leader: Option<i32>, scope: Scope) -> BT
     // to us: the walk above found everything, and reading every /proc
     // entry (milliseconds, at exit) would find nothing more. The reaper
     // still makes that full pass once this process is gone.
-    if !subreaper::is_active() || (scope == Scope::Everything && !subreaper::watched_every_spawn())
+    if full
+        || !subreaper::is_active()
+        || (scope == Scope::Everything && !subreaper::watched_every_spawn())
     {
         let since = owner().start;
         for pid in procfs::all_pids() {
