@@ -21,6 +21,8 @@
 //! - [`testing`]: `call_text`, the one way tests call a tool and read its text;
 //! - [`grants`]: what the agent grants one call beyond a server's flags
 //!   (a read-only sandbox, an approved protected write), in its `_meta`;
+//! - [`regular`]: open a file that must be a regular file, never waiting
+//!   on a FIFO or device a repository planted;
 //! - [`spawn`]: the one way to start a child process (own group, scrubbed
 //!   environment, the whole tree killed with its owner).
 //!
@@ -35,6 +37,7 @@ pub mod clamp;
 pub mod grants;
 pub mod http;
 pub mod in_process;
+pub mod regular;
 pub mod schema;
 pub mod serve;
 pub mod spawn;

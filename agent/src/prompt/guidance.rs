@@ -35,7 +35,7 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::io::Read as _;
-use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
 use super::skills::{self, Skill};
@@ -211,15 +211,11 @@ pub(crate) fn read_confined(path: &Path, root: &Path) -> std::io::Result<String>
     if !checked.is_file() {
         return Err(std::io::Error::other(format!(
             "it is not a regular file but a {}",
-            kind(&checked)
+            mcp_tools::regular::kind(&checked)
         )));
     }
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(&real)?;
-    let opened = file.metadata()?;
-    if !opened.is_file() || (opened.dev(), opened.ino()) != (checked.dev(), checked.ino()) {
+    let (file, opened) = mcp_tools::regular::open_regular(&real)?;
+    if (opened.dev(), opened.ino()) != (checked.dev(), checked.ino()) {
         return Err(std::io::Error::other("it was replaced while being opened"));
     }
     let mut bytes = Vec::new();
@@ -230,23 +226,6 @@ pub(crate) fn read_confined(path: &Path, root: &Path) -> std::io::Result<String>
     } else {
         text.into_owned()
     })
-}
-
-/// What a file that is not a regular file is, for the warning.
-fn kind(meta: &std::fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt as _;
-    let t = meta.file_type();
-    if t.is_dir() {
-        "directory"
-    } else if t.is_fifo() {
-        "FIFO"
-    } else if t.is_socket() {
-        "socket"
-    } else if t.is_char_device() || t.is_block_device() {
-        "device"
-    } else {
-        "special file"
-    }
 }
 
 /// The warning for a guidance file that could not be read.

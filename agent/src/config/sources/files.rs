@@ -81,20 +81,11 @@ pub fn project_files(workspace: &Path, user_config: Option<&Path>) -> Vec<PathBu
 /// more than [`MAX_CONFIG_BYTES`] is an error too.
 pub fn read_regular(path: &Path) -> io::Result<Option<Vec<u8>>> {
     use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-    {
-        Ok(file) => file,
+    let (file, meta) = match mcp_tools::regular::open_regular(path) {
+        Ok(opened) => opened,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(io::Error::other("it is not a regular file"));
-    }
     if meta.len() > MAX_CONFIG_BYTES {
         return Err(io::Error::other(format!(
             "it is {} bytes, over the {MAX_CONFIG_BYTES}-byte limit",
