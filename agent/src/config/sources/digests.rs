@@ -87,20 +87,9 @@ impl Record {
 
     /// Writes the record to `path` atomically, private to the user.
     pub fn save(&self, path: &Path) -> Result<(), ConfigError> {
-        let shown = path.display().to_string();
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                ConfigError::at(
-                    &shown,
-                    None,
-                    format!("cannot create {}: {e}", dir.display()),
-                )
-            })?;
-        }
         let mut text = serde_json::to_string_pretty(&self.files).unwrap_or_default();
         text.push('\n');
-        mcp_tools::write_atomic(path, text.as_bytes(), super::edit::NEW_CONFIG_MODE)
-            .map_err(|e| ConfigError::at(&shown, None, format!("cannot write the file: {e}")))
+        super::edit::write_config_file(path, &path.display().to_string(), text.as_bytes())
     }
 
     /// The recorded digest of `path`.

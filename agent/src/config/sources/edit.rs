@@ -169,12 +169,20 @@ fn write_checked(
             ),
         ));
     }
+    write_config_file(path, shown, updated.as_bytes())
+}
+
+/// Writes one of the user's own files (`config.toml`, the trust record)
+/// atomically, its directory made if missing; a new file is private
+/// ([`NEW_CONFIG_MODE`]: `env` tables may hold tokens). `shown` names it in
+/// errors.
+pub(super) fn write_config_file(path: &Path, shown: &str, bytes: &[u8]) -> Result<(), ConfigError> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| {
             ConfigError::at(shown, None, format!("cannot create {}: {e}", dir.display()))
         })?;
     }
-    mcp_tools::write_atomic(path, updated.as_bytes(), NEW_CONFIG_MODE)
+    mcp_tools::write_atomic(path, bytes, NEW_CONFIG_MODE)
         .map_err(|e| ConfigError::at(shown, None, format!("cannot write the file: {e}")))
 }
 

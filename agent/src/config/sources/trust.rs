@@ -180,18 +180,7 @@ pub fn record(path: &Path, workspace: &Path, level: TrustLevel) -> Result<(), Co
             ),
         ));
     }
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            ConfigError::at(
-                &shown,
-                None,
-                format!("cannot create {}: {e}", dir.display()),
-            )
-        })?;
-    }
-    // A new config is private: `env` tables may hold tokens.
-    mcp_tools::write_atomic(path, updated.as_bytes(), super::edit::NEW_CONFIG_MODE)
-        .map_err(|e| ConfigError::at(&shown, None, format!("cannot write the file: {e}")))
+    super::edit::write_config_file(path, &shown, updated.as_bytes())
 }
 
 fn level_name(level: TrustLevel) -> &'static str {
