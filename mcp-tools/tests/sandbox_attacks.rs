@@ -343,3 +343,33 @@ async fn cost_of_one_sandboxed_command_on_a_big_tree() {
         );
     }
 }
+
+/// A repository whose config includes a FIFO nobody writes: finding its
+/// `core.hooksPath` must not hang the command's start (git would wait on
+/// the FIFO forever); the command runs, bounded. On a thread of its own,
+/// so a hang fails the test instead of stopping it.
+#[test]
+fn a_config_include_that_is_a_fifo_does_not_hang_a_command() {
+    let dirs = dirs();
+    git(&dirs.root, &["init", "-q"]);
+    let fifo = dirs.root.join("included.cfg");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    git(
+        &dirs.root,
+        &["config", "include.path", fifo.to_str().unwrap()],
+    );
+    let sandbox = Sandbox::new(policy(SandboxMode::WorkspaceWrite, false), &dirs.root);
+    let root = dirs.root.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let _ = tx.send(runtime.block_on(run(&sandbox, &root, "echo ran")));
+    });
+    let ran = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("a FIFO in the repository's config hung the command's start");
+    assert_eq!(ran, (true, "ran\n".to_owned()));
+}

@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 /// The most directories one walk reads; past it the rest of the tree is
 /// not searched, and the command's result says so.
@@ -135,16 +136,7 @@ fn list(dir: &Path, at_root: bool, changed: (i64, i64)) -> Listing {
 /// config`, which reads config files and runs nothing. Empty when git is
 /// missing, the key unset, or git refuses the repository.
 pub(super) fn hooks_paths(root: &Path, git_dirs: &[PathBuf]) -> Vec<PathBuf> {
-    let output = std::process::Command::new("git")
-        .args(["config", "--get", "--path", "core.hooksPath"])
-        .current_dir(root)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", std::env::var_os("HOME").unwrap_or_default())
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output();
-    let Ok(output) = output else {
+    let Some(output) = git_config_hooks_path(root) else {
         return Vec::new();
     };
     let value = String::from_utf8_lossy(&output.stdout).trim().to_owned();
@@ -165,4 +157,43 @@ pub(super) fn hooks_paths(root: &Path, git_dirs: &[PathBuf]) -> Vec<PathBuf> {
         }
     }
     tops.into_iter().map(|top| top.join(&value)).collect()
+}
+
+/// How long `git config` may take: it reads files, but a repository can
+/// include a FIFO, which git would wait on forever.
+const GIT_CONFIG_BOUND: Duration = Duration::from_secs(2);
+
+/// `git config --get --path core.hooksPath` in `root`, in a process group
+/// of its own that is killed past [`GIT_CONFIG_BOUND`]; `None` when git is
+/// missing or was killed.
+fn git_config_hooks_path(root: &Path) -> Option<std::process::Output> {
+    use std::os::unix::process::CommandExt as _;
+    let mut child = std::process::Command::new("git")
+        .args(["config", "--get", "--path", "core.hooksPath"])
+        .current_dir(root)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", std::env::var_os("HOME").unwrap_or_default())
+        .process_group(0)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let deadline = Instant::now() + GIT_CONFIG_BOUND;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => return child.wait_with_output().ok(),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
+            _ => break,
+        }
+    }
+    let pgid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+    let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+    let _ = child.wait();
+    tracing::warn!(
+        "`git config` in {} did not answer within {GIT_CONFIG_BOUND:?} (a config include that blocks?); core.hooksPath is not protected for this command",
+        root.display()
+    );
+    None
 }
