@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use nanohermes::config::sources::{BuiltinName, HttpSpec, ServerSpec, Transport};
-use nanohermes::hub::{Hub, HubConfig};
+use nanohermes_config::{BuiltinName, HttpSpec, ServerSpec, Transport};
+use nanohermes_hub::{Hub, HubConfig};
 use serde_json::{Map, Value, json};
 
 use crate::agent_runs::{Placement, free_port, wait_for_port};

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use nanohermes::config::sources::{BuiltinName, ServerSpec, StdioSpec, Transport};
-use nanohermes::hub::{Hub, HubConfig};
+use nanohermes_config::{BuiltinName, ServerSpec, StdioSpec, Transport};
+use nanohermes_hub::{Hub, HubConfig};
 use nanohermes_memory::{Kind, MemoryStore};
 use serde_json::{Map, Value, json};
 

@@ -269,6 +269,74 @@ pub fn sync_in_background(path: &Path) -> Syncing {
     }
 }
 
+// The private writer: the one way a file only its user may read (a
+// session, a task record, OAuth tokens) is written.
+
+/// Writes `value` as JSON to `path` through [`write_atomic`],
+/// mode 0600, in a directory created 0700 if missing: how task handles
+/// and tokens (which hold what the model saw) are kept.
+pub fn write_private_json<T: serde::Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
+    let bytes = serde_json::to_vec(value).map_err(std::io::Error::other)?;
+    write_private(path, &bytes, Durability::PowerLoss)
+}
+
+/// Writes `bytes` to `path` through [`write_atomic_with`] at
+/// `durability`, mode 0600, in a directory created 0700 if missing.
+pub fn write_private(
+    path: &Path,
+    bytes: &[u8],
+    durability: Durability,
+) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        create_private_dir(dir)?;
+    }
+    write_atomic_with(path, bytes, 0o600, durability)
+}
+
+/// What the `.gitignore` the agent writes into a directory it creates
+/// under `.nanohermes` holds: everything, itself included.
+pub const GITIGNORE: &str = "*\n";
+
+/// Creates `dir` (mode 0700) with its missing parents. When the topmost
+/// directory created is `.nanohermes` itself or lies inside one, it gets
+/// a `.gitignore` holding `*`: sessions hold the whole conversation, tool
+/// output included, and must not be committed by a `git add .`. An
+/// existing `.nanohermes` (a project's committed config) is not given
+/// one: its new subdirectory is. A `.gitignore` already there is kept.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    if dir.as_os_str().is_empty() || dir.is_dir() {
+        return Ok(());
+    }
+    let mut top = dir;
+    while let Some(parent) = top
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty() && !p.exists())
+    {
+        top = parent;
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    let agents = top
+        .components()
+        .any(|c| c.as_os_str() == std::ffi::OsStr::new(".nanohermes"));
+    if agents {
+        let created = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(top.join(".gitignore"));
+        match created {
+            Ok(mut file) => std::io::Write::write_all(&mut file, GITIGNORE.as_bytes())?,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

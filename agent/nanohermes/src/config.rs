@@ -1,0 +1,597 @@
+//! Flags, config files and the environment, resolved into the settings the
+//! parts need.
+//!
+//! Three stages. [`Options`] holds what the user typed on the command line;
+//! every value is optional, so a flag's default never hides a file's value.
+//! [`sources::load`] lays the flags over the environment, the trusted
+//! project's files and the user's own config ([`Options::overrides`] turns
+//! the flags into its input). [`Config::from_settings`] applies the agent's
+//! defaults to what no layer set and checks the rest into
+//! [`ModelSettings`], [`HubConfig`], [`AgentConfig`] and [`Rules`]. Every
+//! refusal is one line that says what to change.
+
+pub use nanohermes_config as sources;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+
+use nanohermes_core::agent::{AgentConfig, DEFAULT_MAX_ITERATIONS};
+use nanohermes_core::compaction::CompactionConfig;
+use nanohermes_hub::HubConfig;
+use nanohermes_llm::{DEFAULT_BASE_URL, DEFAULT_MODEL, ModelSettings, RetryPolicy};
+use nanohermes_core::policy::Policy;
+use sources::{ConfigError, HookEvent, HookGroup, Mode, Overrides, ServerSpec, Settings};
+
+pub use nanohermes_config::DEFAULT_API_KEY_ENV;
+
+/// The flags shared by every command. Nothing here has a default value:
+/// an absent flag leaves the key to the config files and the environment,
+/// and [`Config::from_settings`] applies the defaults last.
+#[derive(Debug, Clone, Default, Args)]
+pub struct Options {
+    /// The directory the agent works in; tools cannot leave it [default: the current directory].
+    #[arg(long, global = true, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+
+    /// The model to ask [default: gpt-4.1-mini; env: NANOHERMES_MODEL, OPENAI_MODEL].
+    #[arg(long, global = true, value_name = "MODEL")]
+    pub model: Option<String>,
+
+    /// A model to try once when the main one keeps failing (429/5xx, connection errors) [env: NANOHERMES_FALLBACK_MODEL].
+    #[arg(long, global = true, value_name = "MODEL")]
+    pub fallback_model: Option<String>,
+
+    /// The OpenAI-compatible API root, e.g. http://localhost:11434/v1 for Ollama [default: https://api.openai.com/v1; env: OPENAI_BASE_URL].
+    #[arg(long, global = true, value_name = "URL")]
+    pub base_url: Option<String>,
+
+    /// Sampling temperature, 0 to 2 [default: 0].
+    #[arg(long, global = true, value_name = "T")]
+    pub temperature: Option<f64>,
+
+    /// The most tokens one answer may have [default: 4096].
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tokens: Option<u32>,
+
+    /// Model round trips before the run gives up [default: 40].
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_iterations: Option<u32>,
+
+    /// An MCP server: `NAME=COMMAND [ARGS...]` as one string with shell-style
+    /// quoting (stdio), or `NAME=https://host/mcp` (Streamable HTTP); its tools
+    /// are NAME__TOOL and it replaces a configured server of the same name. Repeatable.
+    #[arg(
+        long = "mcp",
+        global = true,
+        value_name = "NAME=COMMAND [ARGS...] | NAME=URL"
+    )]
+    pub mcp: Vec<String>,
+
+    /// An MCP agent to use as a subagent, written as for --mcp
+    /// (`NAME=COMMAND [ARGS...]` or `NAME=URL`): its run_task is
+    /// NAME__run_task, and agent_list names it. Repeatable.
+    #[arg(
+        long = "agent",
+        global = true,
+        value_name = "NAME=COMMAND [ARGS...] | NAME=URL"
+    )]
+    pub agent: Vec<String>,
+
+    /// Ask for whole responses instead of a stream.
+    #[arg(long, global = true)]
+    pub no_stream: bool,
+
+    /// Send `reasoning_effort: "high"` (for reasoning models).
+    #[arg(long, global = true)]
+    pub thinking: bool,
+
+    /// Only offer and run tools annotated read-only (by a built-in or a server you configured).
+    #[arg(long, global = true)]
+    pub read_only: bool,
+
+    /// Permission mode: default, accept-edits, plan, goal or debug [env: NANOHERMES_MODE].
+    #[arg(long, global = true, value_name = "MODE")]
+    pub mode: Option<String>,
+
+    /// Let web_fetch reach loopback, private and link-local addresses (your intranet, local services).
+    #[arg(long, global = true)]
+    pub allow_private_network: bool,
+
+    /// Retries of a failed model request (429/5xx, connection errors) [default: 2].
+    #[arg(long, global = true, value_name = "N")]
+    pub max_retries: Option<u32>,
+
+    /// The first retry's wait in milliseconds; each later retry doubles it (capped at 30 s) [default: 500].
+    #[arg(long, global = true, value_name = "MS")]
+    pub retry_base_ms: Option<u64>,
+
+    /// The largest tool result the model sees, in bytes.
+    #[arg(long, global = true, default_value_t = mcp_tools::DEFAULT_MAX_OUTPUT, value_name = "BYTES")]
+    pub max_output: usize,
+
+    /// Which session to keep: `--session FILE`, `--continue`, `--resume ID`.
+    #[command(flatten)]
+    pub session: nanohermes_session::SessionArgs,
+}
+
+impl Options {
+    /// The workspace, canonical: `--workspace` or the current directory.
+    pub fn workspace(&self) -> anyhow::Result<PathBuf> {
+        let workspace = match &self.workspace {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir().context("cannot read the current directory")?,
+        };
+        let canonical = workspace
+            .canonicalize()
+            .with_context(|| format!("workspace {} does not exist", workspace.display()))?;
+        if !canonical.is_dir() {
+            bail!("workspace {} is not a directory", workspace.display());
+        }
+        Ok(canonical)
+    }
+
+    /// The flags as the top layer of the config: only what was typed. An
+    /// empty `--model ""` or `--base-url ""` means "not set", as an empty
+    /// variable does.
+    pub fn overrides(&self) -> Result<Overrides, ConfigError> {
+        let non_empty = |v: &Option<String>| {
+            v.as_deref()
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned)
+        };
+        let base_url = non_empty(&self.base_url).map(|u| u.trim_end_matches('/').to_owned());
+        if let Some(url) = &base_url
+            && !sources::raw::is_http_url(url)
+        {
+            return Err(ConfigError::at(
+                "--base-url",
+                None,
+                format!(
+                    "{url:?} is not allowed; use an http:// or https:// URL such as http://localhost:11434/v1"
+                ),
+            ));
+        }
+        if let Some(t) = self.temperature
+            && !(0.0..=2.0).contains(&t)
+        {
+            return Err(ConfigError::at(
+                "--temperature",
+                None,
+                format!("{t} is not allowed; use a number from 0 to 2"),
+            ));
+        }
+        let mode = match non_empty(&self.mode) {
+            Some(name) => Some(Mode::from_name(&name).ok_or_else(|| {
+                ConfigError::at(
+                    "--mode",
+                    None,
+                    format!("{name:?} is not allowed; use one of {}", Mode::names()),
+                )
+            })?),
+            None => None,
+        };
+        Ok(Overrides {
+            mode,
+            model: non_empty(&self.model),
+            base_url,
+            fallback_model: non_empty(&self.fallback_model),
+            temperature: self.temperature,
+            max_tokens: self.max_tokens,
+            stream: self.no_stream.then_some(false),
+            thinking: self.thinking.then_some(true),
+            max_iterations: self.max_iterations,
+            max_retries: self.max_retries,
+            retry_base_ms: self.retry_base_ms,
+            mcp: self.mcp.clone(),
+            agents: self.agent.clone(),
+            ..Overrides::default()
+        })
+    }
+}
+
+/// The permission settings, merged over the layers; [`Rules::policy`] is
+/// what [`AgentConfig::policy`] enforces (`--read-only` sets `mode` to
+/// plan).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Rules {
+    /// The permission mode.
+    pub mode: Mode,
+    /// The shell and destructive tools run without asking in the default
+    /// and debug modes.
+    pub auto_approve: bool,
+    /// When set, only these tool patterns may run.
+    pub allow: Option<Vec<String>>,
+    /// These tool patterns never run.
+    pub deny: Vec<String>,
+    /// Hooks by event, every layer's in order.
+    pub hooks: BTreeMap<HookEvent, Vec<HookGroup>>,
+}
+
+impl Rules {
+    /// The permission gate these rules describe.
+    pub fn policy(&self) -> Policy {
+        Policy::new(
+            self.mode,
+            self.allow.clone(),
+            self.deny.clone(),
+            self.auto_approve,
+        )
+    }
+}
+
+/// Everything a run needs, checked.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The canonical workspace root.
+    pub workspace: PathBuf,
+    /// The variable the API key was read from (withheld from every child).
+    pub api_key_env: String,
+    /// The model client's settings.
+    pub model: ModelSettings,
+    /// The servers to start.
+    pub hub: HubConfig,
+    /// Loop bounds and policy.
+    pub agent: AgentConfig,
+    /// When the history is compacted (`compact_threshold_chars`,
+    /// `compact_keep_messages`).
+    pub compaction: CompactionConfig,
+    /// Long-term memory around each task (`memory`, default false; the
+    /// memory server must be enabled too).
+    pub memory: bool,
+    /// Permission mode, allow/deny rules, auto-approval and hooks.
+    pub rules: Rules,
+    /// Where AGENTS.md, NANOHERMES.md and skills are looked for besides
+    /// the workspace; `home` is filled in by the CLI from the config
+    /// sources.
+    pub guidance: nanohermes_core::prompt::GuidanceSources,
+}
+
+impl Config {
+    /// Applies the agent's defaults to what no layer set. `env` reads the
+    /// variable named by `api_key_env`; `needs_model` is false for commands
+    /// that never talk to the model (they need no key).
+    pub fn from_settings(
+        settings: Settings,
+        workspace: PathBuf,
+        options: &Options,
+        env: &dyn Fn(&str) -> Option<String>,
+        needs_model: bool,
+    ) -> anyhow::Result<Config> {
+        let api_key_env = settings
+            .api_key_env
+            .clone()
+            .unwrap_or_else(|| DEFAULT_API_KEY_ENV.to_owned());
+        let api_key = env(&api_key_env).filter(|k| !k.trim().is_empty());
+        let base_url = settings
+            .base_url
+            .clone()
+            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned())
+            .trim_end_matches('/')
+            .to_owned();
+        let url = reqwest::Url::parse(&base_url).with_context(|| {
+            format!("base_url {base_url:?} is not a URL (e.g. http://localhost:8080/v1)")
+        })?;
+        if needs_model && api_key.is_none() && url.host_str() == Some("api.openai.com") {
+            bail!(
+                "{api_key_env} is not set: {base_url} needs an API key \
+                 (set {api_key_env}, or point OPENAI_BASE_URL at a local server such as http://localhost:11434/v1)"
+            );
+        }
+
+        let mut model = ModelSettings::new(
+            base_url,
+            settings.model.clone().unwrap_or(DEFAULT_MODEL.to_owned()),
+        );
+        model.api_key = api_key;
+        model.fallback_model = settings.fallback_model.clone();
+        if let Some(t) = settings.temperature {
+            model.body.temperature = t;
+        }
+        if let Some(n) = settings.max_tokens {
+            model.body.max_tokens = n;
+        }
+        model.body.stream = settings.stream.unwrap_or(model.body.stream);
+        model.body.thinking = settings.thinking.unwrap_or(model.body.thinking);
+        let defaults = RetryPolicy::default();
+        model.retry = RetryPolicy {
+            max_retries: settings.max_retries.unwrap_or(defaults.max_retries),
+            base_delay: settings
+                .retry_base_ms
+                .map_or(defaults.base_delay, Duration::from_millis),
+        };
+        if let Some(ms) = settings.stream_idle_timeout_ms {
+            // Zero would fail every request at once.
+            model.stream_idle_timeout = Duration::from_millis(ms.max(1));
+        }
+
+        let agent = AgentConfig {
+            max_iterations: settings
+                .max_iterations
+                .map_or(DEFAULT_MAX_ITERATIONS, |n| n as usize),
+            policy: Policy::default(),
+        };
+        let rules = Rules {
+            // `--read-only` is plan mode, whatever the layers say.
+            mode: if options.read_only {
+                Mode::Plan
+            } else {
+                settings.mode.unwrap_or_default()
+            },
+            auto_approve: settings.auto_approve.unwrap_or(false),
+            allow: settings.allow.clone(),
+            deny: settings.deny.clone(),
+            hooks: settings.hooks.clone(),
+        };
+        let agent = AgentConfig {
+            policy: rules.policy(),
+            ..agent
+        };
+        let mut guidance = nanohermes_core::prompt::GuidanceSources::default();
+        if let Some(names) = settings.project_doc_fallback_filenames.clone() {
+            guidance.fallback_filenames = names;
+        }
+        let max_agent_depth = settings
+            .max_agent_depth
+            .map_or(nanohermes_hub::DEFAULT_MAX_AGENT_DEPTH, |n| n as usize);
+        let deferral = nanohermes_hub::DeferConfig {
+            enabled: settings.tool_search.unwrap_or(true),
+            max_bytes: settings
+                .tool_budget_bytes
+                .map_or(nanohermes_hub::deferred::DEFAULT_MAX_BYTES, |n| n as usize),
+            max_tools: settings
+                .tool_budget_count
+                .map_or(nanohermes_hub::deferred::DEFAULT_MAX_TOOLS, |n| n as usize),
+            always_load_tools: settings.always_load_tools.clone().unwrap_or_default(),
+        };
+        let sandbox = sandbox_policy(&settings, &workspace, rules.mode);
+        let hub = HubConfig {
+            // A NanoHermes subagent runs on this agent's model.
+            subagent_model: Some(nanohermes_hub::SubagentModel {
+                base_url: model.base_url.clone(),
+                model: model.model.clone(),
+                key_env: api_key_env.clone(),
+                key: model.api_key.clone(),
+            }),
+            max_agent_depth,
+            deferral,
+            sandbox,
+            ..hub_config(&workspace, options, settings.servers)
+        };
+        let defaults = CompactionConfig::default();
+        let compaction = CompactionConfig {
+            threshold_chars: settings
+                .compact_threshold_chars
+                .map_or(defaults.threshold_chars, |n| n as usize),
+            keep_messages: settings
+                .compact_keep_messages
+                .map_or(defaults.keep_messages, |n| n as usize),
+        };
+        Ok(Config {
+            workspace,
+            api_key_env,
+            model,
+            hub,
+            agent,
+            compaction,
+            memory: settings.memory.unwrap_or(false),
+            rules,
+            guidance,
+        })
+    }
+}
+
+/// The commands' sandbox: `sandbox` (default workspace-write) with the
+/// network off unless `sandbox_network`; Plan and Debug run read-only.
+/// `~/` in `sandbox_writable` is the home directory; a relative path is
+/// in the workspace.
+fn sandbox_policy(
+    settings: &Settings,
+    workspace: &std::path::Path,
+    mode: Mode,
+) -> mcp_tools::spawn::SandboxPolicy {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let writable = settings
+        .sandbox_writable
+        .iter()
+        .flatten()
+        .map(|p| match (p.strip_prefix("~/"), &home) {
+            (Some(rest), Some(home)) => home.join(rest),
+            _ if p == "~" => home.clone().unwrap_or_else(|| PathBuf::from(p)),
+            _ => workspace.join(p),
+        })
+        .collect();
+    let policy = mcp_tools::spawn::SandboxPolicy {
+        mode: settings.sandbox.unwrap_or_default(),
+        network: settings.sandbox_network.unwrap_or(false),
+        writable,
+        when_unavailable: settings.sandbox_unavailable.unwrap_or_default(),
+        temp_dir: None,
+    };
+    if matches!(mode, Mode::Plan | Mode::Debug) {
+        policy.narrowed_to_read_only()
+    } else {
+        policy
+    }
+}
+
+/// What the hub starts: every configured server (the hub reports disabled
+/// ones and starts the rest), with the era of each remembered in
+/// `$NANOHERMES_HOME/mcp-eras.json`.
+fn hub_config(
+    workspace: &std::path::Path,
+    options: &Options,
+    servers: Vec<ServerSpec>,
+) -> HubConfig {
+    HubConfig {
+        max_output: options.max_output,
+        allow_private_network: options.allow_private_network,
+        era_cache: nanohermes_config::Paths::of_process().era_cache(),
+        credentials: nanohermes_hub::auth::store::default_path(),
+        serve_command: crate::cli::is_serve_command,
+        ..HubConfig::new(workspace, servers)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(args: &[&str]) -> Options {
+        use clap::Parser as _;
+        let argv = ["nanohermes", "tools"].iter().chain(args);
+        crate::cli::Cli::try_parse_from(argv).unwrap().options
+    }
+
+    fn resolve(args: &[&str], settings: Settings, key: Option<&str>) -> anyhow::Result<Config> {
+        let dir = std::env::temp_dir();
+        let key = key.map(str::to_owned);
+        let env = move |name: &str| (name == "MY_LLM_KEY").then(|| key.clone()).flatten();
+        Config::from_settings(settings, dir, &options(args), &env, true)
+    }
+
+    #[test]
+    fn an_absent_flag_is_none_so_a_file_value_survives() {
+        let overrides = options(&[]).overrides().unwrap();
+        assert_eq!(
+            (overrides.model, overrides.max_iterations, overrides.stream),
+            (None, None, None)
+        );
+        let typed = options(&["--model", "m", "--no-stream", "--max-iterations", "3"])
+            .overrides()
+            .unwrap();
+        assert_eq!(
+            (
+                typed.model.as_deref(),
+                typed.max_iterations,
+                typed.stream,
+                typed.thinking
+            ),
+            (Some("m"), Some(3), Some(false), None)
+        );
+        assert_eq!(options(&["--model", " "]).overrides().unwrap().model, None);
+    }
+
+    #[test]
+    fn bad_flag_values_name_the_flag() {
+        assert_eq!(
+            options(&["--base-url", "localhost:1"])
+                .overrides()
+                .unwrap_err()
+                .to_string(),
+            "--base-url: \"localhost:1\" is not allowed; use an http:// or https:// URL such as http://localhost:11434/v1"
+        );
+        assert_eq!(
+            options(&["--temperature", "3"])
+                .overrides()
+                .unwrap_err()
+                .to_string(),
+            "--temperature: 3 is not allowed; use a number from 0 to 2"
+        );
+        assert_eq!(
+            options(&["--mode", "yolo"])
+                .overrides()
+                .unwrap_err()
+                .to_string(),
+            "--mode: \"yolo\" is not allowed; use one of default, accept-edits, plan, goal, debug"
+        );
+    }
+
+    #[test]
+    fn the_mode_flag_takes_the_config_spellings_and_claude_codes() {
+        let mode = |args: &[&str]| options(args).overrides().unwrap().mode;
+        assert_eq!(mode(&[]), None);
+        assert_eq!(mode(&["--mode", "goal"]), Some(Mode::Goal));
+        assert_eq!(mode(&["--mode", "acceptEdits"]), Some(Mode::AcceptEdits));
+    }
+
+    #[test]
+    fn defaults_apply_to_what_no_layer_set() {
+        let config = resolve(&[], Settings::default(), None).unwrap_err();
+        assert!(
+            config
+                .to_string()
+                .starts_with("OPENAI_API_KEY is not set: https://api.openai.com/v1"),
+            "{config}"
+        );
+        let local = Settings {
+            base_url: Some("http://localhost:11434/v1/".into()),
+            ..Settings::default()
+        };
+        let config = resolve(&[], local, None).unwrap();
+        assert_eq!(config.model.base_url, "http://localhost:11434/v1");
+        assert_eq!(config.model.model, DEFAULT_MODEL);
+        assert_eq!(config.agent.max_iterations, DEFAULT_MAX_ITERATIONS);
+        assert_eq!(config.model.body.max_tokens, 4096);
+        assert!(config.model.body.stream);
+        assert_eq!(config.rules, Rules::default());
+        assert!(!config.hub.allow_private_network, "off unless asked for");
+        assert_eq!(
+            config.hub.max_agent_depth,
+            nanohermes_hub::DEFAULT_MAX_AGENT_DEPTH
+        );
+        let shallow = Settings {
+            base_url: Some("http://localhost:11434/v1".into()),
+            max_agent_depth: Some(0),
+            ..Settings::default()
+        };
+        assert_eq!(resolve(&[], shallow, None).unwrap().hub.max_agent_depth, 0);
+        assert_eq!(
+            (
+                config.compaction.threshold_chars,
+                config.compaction.keep_messages
+            ),
+            (120_000, 10)
+        );
+        let small = Settings {
+            base_url: Some("http://localhost:11434/v1".into()),
+            compact_threshold_chars: Some(8_000),
+            compact_keep_messages: Some(4),
+            ..Settings::default()
+        };
+        assert_eq!(
+            resolve(&[], small, None).unwrap().compaction,
+            CompactionConfig {
+                threshold_chars: 8_000,
+                keep_messages: 4
+            }
+        );
+        assert!(!config.memory, "long-term memory is off by default");
+        let mindful = Settings {
+            base_url: Some("http://localhost:11434/v1".into()),
+            memory: Some(true),
+            ..Settings::default()
+        };
+        assert!(resolve(&[], mindful, None).unwrap().memory);
+    }
+
+    #[test]
+    fn api_key_env_names_the_variable_holding_the_key() {
+        let settings = Settings {
+            api_key_env: Some("MY_LLM_KEY".into()),
+            temperature: Some(0.5),
+            max_tokens: Some(100),
+            mode: Some(Mode::Plan),
+            deny: vec!["shell__*".into()],
+            ..Settings::default()
+        };
+        let config = resolve(&["--allow-private-network"], settings.clone(), Some("sk-1")).unwrap();
+        assert_eq!(config.api_key_env, "MY_LLM_KEY");
+        assert_eq!(config.model.api_key.as_deref(), Some("sk-1"));
+        assert_eq!(
+            (config.model.body.temperature, config.model.body.max_tokens),
+            (0.5, 100)
+        );
+        assert_eq!(
+            (config.rules.mode, config.rules.deny.as_slice()),
+            (Mode::Plan, ["shell__*".to_owned()].as_slice())
+        );
+        assert!(config.hub.allow_private_network);
+        let e = resolve(&[], settings, None).unwrap_err().to_string();
+        assert!(e.starts_with("MY_LLM_KEY is not set"), "{e}");
+    }
+}

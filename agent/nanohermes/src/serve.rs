@@ -1,0 +1,107 @@
+//! `nanohermes serve`: NanoHermes as an MCP server, so any MCP host can
+//! hand it whole coding tasks through one tool, `run_task`.
+//!
+//! | module | owns |
+//! |---|---|
+//! | `run_task` | the tool's arguments, structured result and declaration |
+//! | `handler` | the rmcp handler: blocking calls, tasks, cancellation, input-required approvals |
+//! | `workspaces` | `--root` checks; per workspace its config, shared hub and model client |
+//! | `tools` | one task's policy-narrowed view of the shared hub |
+//! | `progress` | `notifications/progress` per step, the session written per step |
+//! | [`nanohermes_session`] | session files under `WORKSPACE/.nanohermes/sessions/` (shared with `run`) |
+//! | `tasks` | the tasks extension's handles, persisted under `$NANOHERMES_HOME/tasks/` |
+//! | `approval` | elicitation (2025-11-25) or input-required (2026-07-28) questions |
+
+mod approval;
+mod handler;
+mod progress;
+mod run_task;
+mod tasks;
+mod tools;
+mod workspaces;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use mcp_tools::serve::HttpArgs;
+
+pub use handler::{AgentServer, tool_result};
+pub use run_task::{RUN_TASK, RunStatus, RunTaskArgs, RunTaskOutput, RunUsage};
+pub use tasks::TaskStore;
+pub use workspaces::Workspaces;
+
+use crate::config::Options;
+
+/// The flags of `nanohermes serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// A directory tasks may work in (a task's `workspace` must lie inside one); repeatable [default: the current directory].
+    #[arg(long = "root", value_name = "DIR")]
+    pub roots: Vec<PathBuf>,
+    /// Streamable HTTP instead of stdio.
+    #[command(flatten)]
+    pub http: HttpArgs,
+    /// Print the run_task declaration as JSON and exit.
+    #[arg(long)]
+    pub print_schema: bool,
+}
+
+/// The `schemas/run_task.json` document: what `tools/list` answers.
+pub async fn schema_document() -> anyhow::Result<serde_json::Value> {
+    let workspaces = Workspaces::new(&[std::env::temp_dir()], Options::default())?;
+    let server = AgentServer::new(workspaces, TaskStore::open(None));
+    mcp_tools::schema::tools_document("run_task", server).await
+}
+
+/// Where task handles are kept: `$NANOHERMES_HOME/tasks`.
+pub fn default_task_dir() -> Option<PathBuf> {
+    nanohermes_config::Paths::of_process().tasks_dir()
+}
+
+/// Runs `nanohermes serve` until the host closes stdio or Ctrl-C ends HTTP.
+pub async fn main(options: &Options, args: ServeArgs) -> anyhow::Result<ExitCode> {
+    const NAME: &str = "nanohermes serve";
+    if args.print_schema {
+        let document = schema_document().await?;
+        use std::io::Write as _;
+        std::io::stdout().write_all(mcp_tools::schema::render(&document).as_bytes())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let http = match args.http.policy() {
+        Ok(http) => http,
+        Err(e) => {
+            eprintln!("{NAME}: {e}");
+            return Ok(ExitCode::from(crate::cli::EXIT_USAGE));
+        }
+    };
+    let workspaces = Workspaces::new(&args.roots, options.clone())?;
+    let server = AgentServer::new(workspaces, TaskStore::open(default_task_dir()));
+    server.prepare_first_root();
+    let served = match http {
+        Some((addr, policy)) => {
+            let listener = match mcp_tools::serve::bind(addr).await {
+                Ok(listener) => listener,
+                Err(e) => {
+                    eprintln!("{NAME}: {e}");
+                    return Ok(ExitCode::from(crate::cli::EXIT_USAGE));
+                }
+            };
+            mcp_tools::serve::serve_http(NAME, listener, policy, server.clone()).await
+        }
+        None => mcp_tools::serve::serve_stdio(server.clone()).await,
+    };
+    server.shutdown().await;
+    served.map(|()| ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    #[tokio::test]
+    async fn schema_file_matches_the_code() {
+        let document = super::schema_document().await.unwrap();
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas/run_task.json");
+        mcp_tools::schema::check_schema_file(&path, &document).unwrap();
+    }
+}

@@ -1,0 +1,581 @@
+//! The MCP server side of `nanohermes serve`: `run_task` as a blocking call
+//! or as a task, cancellation, progress and approvals.
+//!
+//! Every run is a spawned tokio task that owns its agent. The request that
+//! started it only watches: a cancellation (stdio `notifications/cancelled`,
+//! or a closed HTTP response stream, which rmcp turns into the same token)
+//! sets the run's interrupt flag, so the loop stops at its next step
+//! boundary with a valid history, written to the session. Nothing is
+//! aborted mid-step, whatever the request does.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    CreateTaskResult, ElicitRequest, GetTaskParams, GetTaskResult, Implementation, InputRequest,
+    InputRequests, InputRequiredResult, ListToolsResult, PaginatedRequestParams, RequestStateCodec,
+    SealOptions, ServerCapabilities, ServerConfig, UpdateTaskParams,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData as McpError, ServerHandler};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use super::approval::{self, HostAnswers, Question};
+use super::progress::{ProgressTarget, ServeUi};
+use super::run_task::{self, RUN_TASK, RunStatus, RunTaskArgs, RunTaskOutput, RunUsage};
+use super::tasks::TaskStore;
+use super::tools::TaskTools;
+use super::workspaces::Workspaces;
+use nanohermes_core::agent::{Agent, AgentConfig, Outcome};
+use nanohermes_config::Mode;
+use nanohermes_core::hooks::{self, Hooks};
+use nanohermes_core::interrupt::Interrupt;
+use nanohermes_core::policy::approval::Answer;
+use nanohermes_core::prompt;
+use nanohermes_session::{self as sessions, Appender, SessionFile, SessionStore};
+
+/// The key of the one input request an approval puts in a result.
+const APPROVAL_KEY: &str = "approval";
+
+/// `nanohermes serve`'s handler; clones share one state.
+#[derive(Clone)]
+pub struct AgentServer(Arc<Inner>);
+
+struct Inner {
+    workspaces: Workspaces,
+    tasks: TaskStore,
+    /// Sessions a run is using now (one run per session at a time).
+    busy: Mutex<HashSet<String>>,
+    /// Runs paused on an approval a 2026-07-28 host has not answered yet,
+    /// by the key sealed in their `requestState`.
+    waiting: Mutex<HashMap<String, Waiting>>,
+    /// Seals `requestState` (a key made for this process).
+    codec: RequestStateCodec,
+}
+
+/// A run in flight and what its request watches.
+struct Run {
+    join: JoinHandle<RunTaskOutput>,
+    interrupt: Interrupt,
+    target: ProgressTarget,
+    questions: Option<mpsc::Receiver<Question>>,
+}
+
+/// A run just started: what its request watches, its session, and the
+/// line of its latest step (for `tasks/get`).
+struct Started {
+    run: Run,
+    session: String,
+    last_step: Arc<Mutex<String>>,
+}
+
+/// A run waiting for the answer a retry brings.
+struct Waiting {
+    run: Run,
+    answer: oneshot::Sender<Answer>,
+}
+
+impl AgentServer {
+    /// A server for `workspaces`, keeping task handles in `tasks`.
+    pub fn new(workspaces: Workspaces, tasks: TaskStore) -> AgentServer {
+        let mut key = [0u8; 32];
+        sessions::fill_random(&mut key);
+        let codec = RequestStateCodec::try_new(key.to_vec())
+            .unwrap_or_else(|_| unreachable!("a 32-byte key is long enough"));
+        AgentServer(Arc::new(Inner {
+            workspaces,
+            tasks,
+            busy: Mutex::default(),
+            waiting: Mutex::default(),
+            codec,
+        }))
+    }
+
+    /// Sets up the first root's workspace in the background, so the first
+    /// task does not wait for its tool servers and model client (a failed
+    /// setup is reported by that task).
+    pub fn prepare_first_root(&self) {
+        let inner = self.0.clone();
+        tokio::spawn(async move {
+            let root = inner.workspaces.roots()[0].clone();
+            if let Err(e) = inner.workspaces.runtime(&root).await {
+                tracing::warn!("workspace {}: {e}", root.display());
+            }
+        });
+    }
+
+    /// Shuts the workspaces' servers down.
+    pub async fn shutdown(&self) {
+        self.0.workspaces.shutdown().await;
+    }
+
+    async fn call(
+        &self,
+        params: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        if params.name != RUN_TASK {
+            return Err(McpError::invalid_params(
+                format!(
+                    "unknown tool {:?}; this server offers run_task",
+                    params.name
+                ),
+                None,
+            ));
+        }
+        if let Some(state) = &params.request_state {
+            return self.resume(state, &params, ctx).await;
+        }
+        let arguments = params.arguments.clone().unwrap_or_default();
+        let args: RunTaskArgs = serde_json::from_value(serde_json::Value::Object(arguments))
+            .map_err(|e| McpError::invalid_params(format!("run_task arguments: {e}"), None))?;
+        // A task handle only for 2026-07-28 requests that declare the
+        // extension (SEP-2663 came with that revision): hosts on
+        // 2025-11-25 that declare it anyway, as the MCP Inspector CLI does,
+        // expect a result, not a handle.
+        let how = approval::host_answers(&ctx);
+        let as_task = approval::is_modern(&ctx)
+            && ctx
+                .client_capabilities()
+                .is_some_and(|caps| caps.supports_tasks());
+        let started = match self.start(args, &how, &ctx).await {
+            Ok(started) => started,
+            Err(output) => return Ok(tool_result(&output).into()),
+        };
+        if as_task {
+            return Ok(self.as_task(started).into());
+        }
+        self.drive(started.run, ctx).await
+    }
+
+    /// Checks the arguments, loads or opens the session and spawns the run.
+    async fn start(
+        &self,
+        args: RunTaskArgs,
+        how: &HostAnswers,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<Started, RunTaskOutput> {
+        let given_session = args.session_id.clone().unwrap_or_default();
+        let fail = |message: String| RunTaskOutput::error(message, &given_session);
+        let workspace = self
+            .0
+            .workspaces
+            .resolve(args.workspace.as_deref())
+            .map_err(fail)?;
+        let mode =
+            match args.mode.as_deref() {
+                None => None,
+                Some(name) => Some(Mode::from_name(name).ok_or_else(|| {
+                    fail(format!("mode {name:?} is not one of {}", Mode::names()))
+                })?),
+            };
+        let store = SessionStore::of(&workspace);
+        let (session, earlier) = match &args.session_id {
+            // On the blocking pool: a session file a repository planted as
+            // a FIFO must not hold a runtime worker.
+            Some(id) => match load_session(&store, id).await.map_err(fail)? {
+                Some(file) => (id.clone(), file),
+                None => {
+                    return Err(fail(format!(
+                        "no session {id} in workspace {}; omit session_id to start one",
+                        workspace.display()
+                    )));
+                }
+            },
+            None => {
+                let id = sessions::new_id();
+                let fresh = SessionFile::new(&id, &workspace);
+                (id, fresh)
+            }
+        };
+        let claim = SessionClaim::take(&self.0, &session).map_err(fail)?;
+        // A host that gives up on a task whose workspace is still being
+        // set up (its servers starting) gets its request back.
+        let runtime = tokio::select! {
+            runtime = self.0.workspaces.runtime(&workspace) => runtime.map_err(fail)?,
+            () = ctx.ct.cancelled() => {
+                return Err(fail("cancelled while the workspace was being set up".into()));
+            }
+        };
+        // An agent that mounts itself stops here, max_agent_depth down.
+        let hub = &runtime.config.hub;
+        if let Some(reason) = nanohermes_hub::depth_refusal(hub.agent_depth, hub.max_agent_depth) {
+            return Err(fail(reason));
+        }
+
+        let mut rules = runtime.config.rules.clone();
+        if let Some(mode) = mode {
+            if mode.permissiveness() > rules.mode.permissiveness() {
+                return Err(fail(format!(
+                    "mode {} allows more than this server's mode {}; a task may only narrow it \
+                     (start `nanohermes serve --mode {}` to allow it)",
+                    mode.name(),
+                    rules.mode.name(),
+                    mode.name()
+                )));
+            }
+            rules.mode = mode;
+        }
+        let policy = rules.policy();
+        let mut sandbox = runtime.config.hub.sandbox.clone();
+        if matches!(rules.mode, Mode::Plan | Mode::Debug) {
+            sandbox = sandbox.narrowed_to_read_only();
+        }
+        let hooks = Hooks::new(&rules.hooks, &workspace, hooks::mode_name(rules.mode))
+            .map_err(|e| fail(format!("{e:#}")))?
+            .with_sandbox(sandbox);
+        let config = AgentConfig {
+            max_iterations: args
+                .max_iterations
+                .map_or(runtime.config.agent.max_iterations, |n| n.max(1) as usize),
+            policy: policy.clone(),
+        };
+        let client = match &args.model {
+            Some(model) if !model.trim().is_empty() => runtime.client.with_model(model.trim()),
+            _ => runtime.client.clone(),
+        };
+        let tools = TaskTools::new(runtime.hub.clone(), policy).await;
+        let mut system_prompt = prompt::system_prompt(&workspace, &runtime.guidance);
+        {
+            let hub = runtime.hub.read().await;
+            prompt::add_deferred_line(
+                &mut system_prompt,
+                &hub.deferred_counts(),
+                &hub.connecting(),
+            );
+        }
+        let (approvals, questions) = approval::approvals(how, &ctx.peer);
+        let interrupt = Interrupt::default();
+        // The file's messages come back in each checkpoint's history.
+        let writer = Appender::new(&store.path(&session), &earlier);
+        let usage_before = earlier.usage;
+        let mut agent = Agent::resume(client, tools, &system_prompt, config, earlier.messages)
+            .with_interrupt(interrupt.clone())
+            .with_approvals(approvals)
+            .with_hooks(hooks)
+            .with_compaction(runtime.config.compaction);
+
+        let target = ProgressTarget::default();
+        let last_step = Arc::new(Mutex::new("starting".to_owned()));
+        let mut ui = ServeUi::new(target.clone(), last_step.clone(), Some(writer));
+        let task = args.task;
+        let id = session.clone();
+        let join = tokio::spawn(async move {
+            let result = agent.run(&task, &mut ui).await;
+            let usage = RunUsage::from(agent.usage());
+            let mut session_usage = nanohermes_core::usage::UsageLedger::from(usage_before);
+            session_usage.absorb(agent.usage());
+            ui.finish(agent.transcript(), session_usage);
+            drop(claim);
+            match result {
+                Ok(summary) => RunTaskOutput {
+                    status: match summary.outcome {
+                        Outcome::Done => RunStatus::Completed,
+                        Outcome::Interrupted => RunStatus::Interrupted,
+                        Outcome::IterationLimit => RunStatus::IterationLimit,
+                    },
+                    final_text: summary.final_text,
+                    iterations: summary.iterations as u64,
+                    tool_calls: summary.tool_calls as u64,
+                    usage,
+                    session_id: id,
+                },
+                Err(e) => RunTaskOutput {
+                    usage,
+                    ..RunTaskOutput::error(format!("the model request failed: {e}"), &id)
+                },
+            }
+        });
+        Ok(Started {
+            run: Run {
+                join,
+                interrupt,
+                target,
+                questions,
+            },
+            session,
+            last_step,
+        })
+    }
+
+    /// Answers with a task handle; the result is recorded when the run ends.
+    fn as_task(&self, started: Started) -> CreateTaskResult {
+        let Started {
+            mut run,
+            session,
+            last_step,
+        } = started;
+        let task = self
+            .0
+            .tasks
+            .create(&session, run.interrupt.clone(), last_step);
+        let id = task.task_id.clone();
+        // A question becomes the task's input_required status, answered
+        // by tasks/update.
+        if let Some(mut questions) = run.questions.take() {
+            let (inner, id) = (self.0.clone(), id.clone());
+            tokio::spawn(async move {
+                while let Some(question) = questions.recv().await {
+                    inner
+                        .tasks
+                        .ask(&id, approval_request(&question.text), question.answer);
+                }
+            });
+        }
+        let inner = self.0.clone();
+        tokio::spawn(async move {
+            let output = match run.join.await {
+                Ok(output) => output,
+                Err(e) => RunTaskOutput::error(format!("the run failed: {e}"), &session),
+            };
+            inner.tasks.finish(&id, &tool_result(&output));
+        });
+        CreateTaskResult::new(task)
+    }
+
+    /// Watches `run` for the request in `ctx`: forwards its progress,
+    /// interrupts it when the request is cancelled, and turns a question
+    /// into an input-required result.
+    async fn drive(
+        &self,
+        mut run: Run,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        run.target.set(
+            ctx.meta
+                .get_progress_token()
+                .map(|token| (ctx.peer.clone(), token)),
+        );
+        let question = tokio::select! {
+            output = &mut run.join => return Ok(finished(output)),
+            () = ctx.ct.cancelled() => None,
+            question = next_question(&mut run.questions) => Some(question),
+        };
+        let Some(question) = question else {
+            // Cancelled: stop at the next step boundary; a question still
+            // open is answered no (its receiver is gone).
+            run.interrupt.request();
+            run.questions = None;
+            run.target.set(None);
+            return Ok(finished(run.join.await));
+        };
+        run.target.set(None);
+        let key = sessions::new_id();
+        let bound = bound_to(&ctx, &key);
+        let state = self.0.codec.seal_with(
+            key.as_bytes(),
+            &SealOptions::new()
+                .associated_data(bound.as_bytes())
+                .ttl(approval::ANSWER_TIME),
+        );
+        let mut waiting = self.0.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        // Questions whose run gave up waiting (timed out) are dropped here.
+        waiting.retain(|_, w| !w.answer.is_closed());
+        waiting.insert(
+            key,
+            Waiting {
+                run,
+                answer: question.answer,
+            },
+        );
+        let requests = approval_request(&question.text);
+        Ok(InputRequiredResult::new(Some(requests), Some(state)).into())
+    }
+
+    /// A 2026-07-28 retry: the answer goes to the waiting run, which the
+    /// retry then watches.
+    async fn resume(
+        &self,
+        state: &str,
+        params: &CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let invalid = || {
+            McpError::invalid_params(
+                "requestState is not one this server issued, or it expired; call run_task again without it",
+                None,
+            )
+        };
+        // The key is inside the seal; the seal is bound to the key and the
+        // caller, so a state cannot be replayed by another client.
+        let key = self.open(state, &ctx).ok_or_else(invalid)?;
+        let waiting = self
+            .0
+            .waiting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&key)
+            .ok_or_else(invalid)?;
+        let answer = params
+            .input_responses
+            .as_ref()
+            .and_then(|responses| responses.get(APPROVAL_KEY))
+            .map_or(Answer::No, approval::answer_of_value);
+        let _ = waiting.answer.send(answer);
+        self.drive(waiting.run, ctx).await
+    }
+
+    /// The key sealed in `state`, if this process sealed it for this caller.
+    fn open(&self, state: &str, ctx: &RequestContext<RoleServer>) -> Option<String> {
+        // The associated data includes the key itself, so each candidate
+        // is tried against what it claims; the payload is the key.
+        let waiting = self.0.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        waiting.keys().find_map(|key| {
+            let bound = bound_to(ctx, key);
+            let opened = self.0.codec.open_with(state, bound.as_bytes()).ok()?;
+            (opened == key.as_bytes()).then(|| key.clone())
+        })
+    }
+}
+
+/// [`SessionStore::load`] off the runtime's workers.
+async fn load_session(store: &SessionStore, id: &str) -> Result<Option<SessionFile>, String> {
+    let (store, id) = (store.clone(), id.to_owned());
+    tokio::task::spawn_blocking(move || store.load(&id))
+        .await
+        .map_err(|e| format!("reading the session failed: {e}"))?
+}
+
+/// The input requests of one approval question.
+fn approval_request(question: &str) -> InputRequests {
+    let mut requests = InputRequests::new();
+    requests.insert(
+        APPROVAL_KEY.to_owned(),
+        InputRequest::Elicitation(ElicitRequest::new(approval::request(question))),
+    );
+    requests
+}
+
+/// What a sealed state is bound to: the question's key and the client.
+fn bound_to(ctx: &RequestContext<RoleServer>, key: &str) -> String {
+    let client = ctx.client_info().map(|info| info.name).unwrap_or_default();
+    format!("nanohermes/run_task/approval|{key}|{client}")
+}
+
+async fn next_question(questions: &mut Option<mpsc::Receiver<Question>>) -> Question {
+    match questions {
+        Some(rx) => match rx.recv().await {
+            Some(question) => question,
+            None => std::future::pending().await,
+        },
+        None => std::future::pending().await,
+    }
+}
+
+fn finished(output: Result<RunTaskOutput, tokio::task::JoinError>) -> CallToolResponse {
+    let output =
+        output.unwrap_or_else(|e| RunTaskOutput::error(format!("the run failed: {e}"), ""));
+    tool_result(&output).into()
+}
+
+/// The `CallToolResult` of a run: the final text as content, the whole
+/// output as `structuredContent`, `isError` for [`RunStatus::Error`].
+pub fn tool_result(output: &RunTaskOutput) -> CallToolResult {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(output.final_text.clone())]);
+    result.structured_content = serde_json::to_value(output).ok();
+    result.is_error = Some(output.status == RunStatus::Error);
+    result
+}
+
+/// A session marked busy; unmarked when dropped, however the run ends.
+struct SessionClaim {
+    inner: Arc<Inner>,
+    id: String,
+}
+
+impl SessionClaim {
+    fn take(inner: &Arc<Inner>, id: &str) -> Result<SessionClaim, String> {
+        let mut busy = inner.busy.lock().unwrap_or_else(|e| e.into_inner());
+        if !busy.insert(id.to_owned()) {
+            return Err(format!(
+                "session {id} is running a task now; wait for its result, or omit session_id to start a new session"
+            ));
+        }
+        Ok(SessionClaim {
+            inner: inner.clone(),
+            id: id.to_owned(),
+        })
+    }
+}
+
+impl Drop for SessionClaim {
+    fn drop(&mut self) {
+        self.inner
+            .busy
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.id);
+    }
+}
+
+impl ServerHandler for AgentServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
+        .with_server_info(Implementation::new("nanohermes", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "NanoHermes, a coding agent. run_task hands it a whole task in a workspace; \
+                 it returns the final answer and a session_id to continue the conversation.",
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(vec![run_task::tool()]))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        (name == RUN_TASK).then(run_task::tool)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        self.call(request, context).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        self.0
+            .tasks
+            .get(&request.task_id)
+            .map(GetTaskResult::new)
+            .ok_or_else(|| McpError::invalid_params(format!("no task {}", request.task_id), None))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.0
+            .tasks
+            .answer(&request.task_id, APPROVAL_KEY, &request.input_responses)
+            .map_err(|e| McpError::invalid_params(e, None))
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.0
+            .tasks
+            .cancel(&request.task_id)
+            .map_err(|e| McpError::invalid_params(e, None))
+    }
+}
