@@ -282,11 +282,7 @@ pub fn write_private_json<T: serde::Serialize>(path: &Path, value: &T) -> std::i
 
 /// Writes `bytes` to `path` through [`write_atomic_with`] at
 /// `durability`, mode 0600, in a directory created 0700 if missing.
-pub fn write_private(
-    path: &Path,
-    bytes: &[u8],
-    durability: Durability,
-) -> std::io::Result<()> {
+pub fn write_private(path: &Path, bytes: &[u8], durability: Durability) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         create_private_dir(dir)?;
     }

@@ -8,9 +8,9 @@
 //! allowed. `agent/CONFIG.md` documents every key.
 
 pub mod diag;
-pub mod era;
 pub mod digests;
 pub mod edit;
+pub mod era;
 pub mod files;
 pub mod hooks_json;
 pub mod layered;
@@ -22,10 +22,10 @@ pub mod trust;
 pub mod trust_check;
 
 pub use diag::ConfigError;
-pub use era::Era;
-pub use paths::Paths;
 pub use edit::{NewServer, add_server, remove_server};
+pub use era::Era;
 pub use layered::{ConfigSources, Loaded, Overrides, Settings, TrustCheck, load, trust_check};
+pub use paths::Paths;
 pub use raw::{BuiltinName, HookEvent, HookGroup, Mode, RawConfig, RawServer, Run, TrustLevel};
 pub use servers::{HttpSpec, OAuthSpec, Origin, ServerSpec, StdioSpec, Transport, parse_mcp_flag};
 pub use trust::TrustStatus;

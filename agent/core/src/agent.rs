@@ -31,7 +31,6 @@ use crate::compaction::{self, CompactionConfig};
 use crate::history::{CallIds, assistant_message, system_message, tool_message, user_message};
 use crate::hooks::Hooks;
 use crate::interrupt::Interrupt;
-use nanohermes_llm::{AssistantTurn, ChatEvent, Client, JsonList, LlmError, ToolCall};
 use crate::policy::approval::Approvals;
 use crate::policy::{Policy, Verdict, protected};
 use crate::recall;
@@ -39,6 +38,7 @@ use crate::toolbox::ToolBox;
 use crate::transcript::Transcript;
 use crate::ui::Ui;
 use crate::usage::UsageLedger;
+use nanohermes_llm::{AssistantTurn, ChatEvent, Client, JsonList, LlmError, ToolCall};
 
 /// How much of the model's invalid argument text its `ERROR:` result quotes.
 const QUOTED_ARGUMENTS: usize = 2000;
@@ -106,21 +106,69 @@ pub struct Agent<T> {
     recall: bool,
 }
 
+/// What an agent is made of besides its model client and its tools: one
+/// struct, filled in one place (the binary's composition root), so no way
+/// of starting an agent can leave a part out.
+pub struct AgentParts {
+    /// The iteration cap and the permission gate.
+    pub config: AgentConfig,
+    /// The stop flag, shared with a signal handler or an MCP cancellation.
+    pub interrupt: Interrupt,
+    /// Who answers the calls the policy asks about (nobody: denied).
+    pub approvals: Approvals,
+    /// The user's hooks around prompts, tool calls and the end of a run.
+    pub hooks: Hooks,
+    /// When the history is compacted (by default past 120 000 characters
+    /// and more than 11 messages, keeping the last 10).
+    pub compaction: CompactionConfig,
+    /// Searches long-term memory before each user message and distils
+    /// completed turns that used tools into new memories, when the
+    /// built-in memory server is offered.
+    pub recall: bool,
+}
+
+impl Default for AgentParts {
+    /// The default configuration, a private stop flag, nobody to ask, no
+    /// hooks, default compaction, no recall.
+    fn default() -> Self {
+        AgentConfig::default().into()
+    }
+}
+
+impl From<AgentConfig> for AgentParts {
+    fn from(config: AgentConfig) -> Self {
+        AgentParts {
+            config,
+            interrupt: Interrupt::default(),
+            approvals: Approvals::denying(),
+            hooks: Hooks::default(),
+            compaction: CompactionConfig::default(),
+            recall: false,
+        }
+    }
+}
+
 impl<T: ToolBox> Agent<T> {
     /// A new conversation that starts with `system_prompt`.
-    pub fn new(client: Client, tools: T, system_prompt: &str, config: AgentConfig) -> Self {
+    pub fn new(
+        client: Client,
+        tools: T,
+        system_prompt: &str,
+        parts: impl Into<AgentParts>,
+    ) -> Self {
+        let parts = parts.into();
         Agent {
             client,
             tools,
-            config,
+            config: parts.config,
             messages: Transcript::new([system_message(system_prompt)]),
             call_ids: CallIds::default(),
             usage: UsageLedger::default(),
-            interrupt: Interrupt::default(),
-            hooks: Hooks::default(),
-            approvals: Approvals::denying(),
-            compaction: CompactionConfig::default(),
-            recall: false,
+            interrupt: parts.interrupt,
+            hooks: parts.hooks,
+            approvals: parts.approvals,
+            compaction: parts.compaction,
+            recall: parts.recall,
         }
     }
 
@@ -131,48 +179,13 @@ impl<T: ToolBox> Agent<T> {
         client: Client,
         tools: T,
         system_prompt: &str,
-        config: AgentConfig,
+        parts: impl Into<AgentParts>,
         history: Vec<Value>,
     ) -> Self {
-        let mut agent = Agent::new(client, tools, system_prompt, config);
+        let mut agent = Agent::new(client, tools, system_prompt, parts);
         agent.call_ids.reserve(&history);
         agent.messages.extend(history);
         agent
-    }
-
-    /// Uses `interrupt` as the stop flag (shared with a signal handler or an
-    /// MCP cancellation), instead of a private one.
-    pub fn with_interrupt(mut self, interrupt: Interrupt) -> Self {
-        self.interrupt = interrupt;
-        self
-    }
-
-    /// Puts the calls the policy asks about to `approvals` (by default
-    /// nobody answers, so they are denied).
-    pub fn with_approvals(mut self, approvals: Approvals) -> Self {
-        self.approvals = approvals;
-        self
-    }
-
-    /// Runs `hooks` around prompts, tool calls and the end of each run.
-    pub fn with_hooks(mut self, hooks: Hooks) -> Self {
-        self.hooks = hooks;
-        self
-    }
-
-    /// Compacts the history past `compaction`'s limits (by default 120 000
-    /// characters and more than 11 messages, keeping the last 10).
-    pub fn with_compaction(mut self, compaction: CompactionConfig) -> Self {
-        self.compaction = compaction;
-        self
-    }
-
-    /// Searches long-term memory before each user message and distils
-    /// completed turns that used tools into new memories, when the
-    /// built-in memory server is offered (off by default).
-    pub fn with_recall(mut self, on: bool) -> Self {
-        self.recall = on;
-        self
     }
 
     /// The memory server's tools, when recall is on and they are offered.

@@ -19,9 +19,9 @@ use serde_json::{Map, Value, json};
 
 use crate::compaction::transcript_line;
 use crate::history::user_message;
-use nanohermes_llm::{Client, JsonList, Usage};
 use crate::toolbox::ToolBox;
 use crate::transcript::Transcript;
+use nanohermes_llm::{Client, JsonList, Usage};
 
 /// The first line of the recalled-memories block in the system message.
 pub const BLOCK_BEGIN: &str = "<recalled_memories>";

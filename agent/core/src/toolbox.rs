@@ -10,7 +10,6 @@ use std::future::Future;
 
 use serde_json::{Map, Value};
 
-
 /// What the gate needs to know about a declared tool.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolFacts {
@@ -132,4 +131,3 @@ pub fn unknown_tool_message(name: &str, declared: &[String]) -> String {
         declared.join(", ")
     )
 }
-

@@ -7,8 +7,8 @@ use std::io::Write;
 
 use serde_json::Value;
 
-use nanohermes_llm::{ToolCall, Usage};
 use crate::transcript::Transcript;
+use nanohermes_llm::{ToolCall, Usage};
 
 /// Receives the events of a run.
 pub trait Ui: Send {

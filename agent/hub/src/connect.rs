@@ -21,10 +21,10 @@ use rmcp::model::ProtocolVersion;
 use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt as _};
 use rmcp::transport::TokioChildProcess;
 
-use nanohermes_builtins::{Builtin, BuiltinOptions, Hosted as _};
 use super::era::{Era, EraCache, PROBE_TIMEOUT};
 use super::input::SharedElicitor;
 use super::server::{Client, StderrTail, client_config};
+use nanohermes_builtins::{Builtin, BuiltinOptions, Hosted as _};
 
 /// One live connection: the client, its era and, for a child process, the
 /// tree it leads, killed when the connection is replaced, shut down or
@@ -141,7 +141,11 @@ impl Launch {
         match self {
             Launch::InProcess(builtin, ctx, options) => {
                 let client = builtin
-                    .connect(ctx.clone(), options.clone(), super::server::client_config(None))
+                    .connect(
+                        ctx.clone(),
+                        options.clone(),
+                        super::server::client_config(None),
+                    )
                     .await?;
                 let era = era_of(&client);
                 Ok(Connection {

@@ -19,8 +19,12 @@ pub(crate) struct Declarations {
 impl Declarations {
     /// Each declaration as JSON, encoded on the first call after a change.
     pub(crate) fn encoded(&self) -> &[Box<RawValue>] {
-        self.encoded
-            .get_or_init(|| self.values.iter().map(nanohermes_core::transcript::encode).collect())
+        self.encoded.get_or_init(|| {
+            self.values
+                .iter()
+                .map(nanohermes_core::transcript::encode)
+                .collect()
+        })
     }
 }
 

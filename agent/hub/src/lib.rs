@@ -153,13 +153,13 @@ use nanohermes_core::policy::Policy;
 use nanohermes_core::toolbox::ToolFacts;
 
 pub use agents::{
-    AGENT_DEPTH_VAR, AGENT_LIST, DEFAULT_MAX_AGENT_DEPTH, RUN_TASK, SubagentModel, SubagentTally,
-    ServeCommand, agent_depth, depth_refusal, is_nanohermes_serve, may_mount_subagents,
+    AGENT_DEPTH_VAR, AGENT_LIST, DEFAULT_MAX_AGENT_DEPTH, RUN_TASK, ServeCommand, SubagentModel,
+    SubagentTally, agent_depth, depth_refusal, is_nanohermes_serve, may_mount_subagents,
 };
 pub use deferred::{DeferConfig, DeferredTool, Surfaced, TOOL_SEARCH};
 pub use era::Era;
-pub use nanohermes_builtins::{Builtin, BuiltinOptions};
 pub use late::DEFAULT_CONNECT_WAIT;
+pub use nanohermes_builtins::{Builtin, BuiltinOptions};
 pub use plan::oauth_settings;
 pub use plan::trusted_annotations;
 pub use refresh::{REFRESH_TIMEOUT, no_longer_offered};

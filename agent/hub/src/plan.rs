@@ -13,11 +13,11 @@ use mcp_tools::spawn::EnvPolicy;
 use nanohermes_config::{HttpSpec, Origin, ServerSpec, StdioSpec, Transport};
 
 use super::agents;
-use nanohermes_builtins::{Builtin, BuiltinOptions, Hosted as _};
 use super::connect::{ChildSpec, EraHint, HttpTarget, Launch};
 use super::era::{Era, EraCache, config_key};
 use super::input::SharedElicitor;
 use super::{HubConfig, call_timeout_over};
+use nanohermes_builtins::{Builtin, BuiltinOptions, Hosted as _};
 
 /// One server to start, before it has started.
 pub(crate) struct Planned {
@@ -193,7 +193,11 @@ fn builtin_child(builtin: Builtin, config: &HubConfig, max_output: usize) -> Chi
 fn stdio_child(stdio: &StdioSpec, config: &HubConfig) -> ChildSpec {
     let (workspace, depth) = (&config.workspace, config.agent_depth);
     let mut pairs: Vec<(String, String)> = match &config.subagent_model {
-        Some(model) if agents::is_nanohermes_serve(stdio, &config.builtin_exe, config.serve_command) => model.env(),
+        Some(model)
+            if agents::is_nanohermes_serve(stdio, &config.builtin_exe, config.serve_command) =>
+        {
+            model.env()
+        }
         _ => Vec::new(),
     };
     pairs.extend(

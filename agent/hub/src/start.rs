@@ -172,9 +172,7 @@ impl Hub {
             .servers
             .iter()
             // A `--agent` server is mounted to be handed tasks.
-            .filter(|spec| {
-                spec.always_load || spec.origin == nanohermes_config::Origin::AgentFlag
-            })
+            .filter(|spec| spec.always_load || spec.origin == nanohermes_config::Origin::AgentFlag)
             .map(|spec| spec.name.clone())
             .collect();
         let mut hub = Hub {

@@ -20,11 +20,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nanohermes_core::agent::{Agent, AgentConfig};
 use nanohermes_config::{BuiltinName, Origin, ServerSpec, StdioSpec, Transport};
+use nanohermes_core::agent::{Agent, AgentConfig};
+use nanohermes_core::prompt::{self, Guidance};
 use nanohermes_hub::{DeferConfig, Hub, HubConfig, TOOL_SEARCH};
 use nanohermes_llm::{Client, ModelSettings};
-use nanohermes_core::prompt::{self, Guidance};
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;

@@ -14,9 +14,7 @@
 
 mod mcp;
 mod run;
-mod setup;
 mod signals;
-mod start;
 mod table;
 mod tools;
 
@@ -30,8 +28,6 @@ use nanohermes_config::ConfigError;
 
 pub use mcp::{AddArgs, McpCommand};
 pub use run::run;
-pub use setup::{Setup, load};
-pub use start::{Started, start_agent};
 pub use tools::{HUB_SERVER, OfferedTool, offered, tools};
 
 /// Exit code when the iteration limit ends a run.
@@ -137,7 +133,7 @@ pub fn main() -> ExitCode {
         }
         match cli.command {
             None => {
-                let config = load(&options, true)?.config;
+                let config = crate::app::load(&options, true)?.config;
                 crate::repl::main(config, &options.session).await
             }
             Some(Command::Run {
@@ -145,7 +141,7 @@ pub fn main() -> ExitCode {
                 output_format,
             }) => {
                 let started = std::time::Instant::now();
-                let config = match load(&options, true) {
+                let config = match crate::app::load(&options, true) {
                     Ok(setup) => setup.config,
                     Err(error) => {
                         let line = format!("{error:#}");
@@ -155,8 +151,8 @@ pub fn main() -> ExitCode {
                 };
                 run(config, &task.join(" "), output_format, &options.session).await
             }
-            Some(Command::Tools) => tools(load(&options, false)?.config).await,
-            Some(Command::Trust) => setup::trust(&options).map(|()| ExitCode::SUCCESS),
+            Some(Command::Tools) => tools(crate::app::load(&options, false)?.config).await,
+            Some(Command::Trust) => crate::app::trust(&options).map(|()| ExitCode::SUCCESS),
             Some(Command::Mcp { command }) => mcp::main(&options, command).await,
             Some(Command::Serve(args)) => crate::serve::main(&options, args).await,
             Some(Command::Builtin { .. }) => unreachable!("served before the runtime starts"),

@@ -21,9 +21,9 @@ use clap::Args;
 
 use nanohermes_core::agent::{AgentConfig, DEFAULT_MAX_ITERATIONS};
 use nanohermes_core::compaction::CompactionConfig;
+use nanohermes_core::policy::Policy;
 use nanohermes_hub::HubConfig;
 use nanohermes_llm::{DEFAULT_BASE_URL, DEFAULT_MODEL, ModelSettings, RetryPolicy};
-use nanohermes_core::policy::Policy;
 use sources::{ConfigError, HookEvent, HookGroup, Mode, Overrides, ServerSpec, Settings};
 
 pub use nanohermes_config::DEFAULT_API_KEY_ENV;

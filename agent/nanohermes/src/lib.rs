@@ -40,6 +40,7 @@
 //! - text reaches the screen once, even when a request is retried after
 //!   partial output.
 
+pub mod app;
 pub mod cli;
 pub mod config;
 pub mod output;

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 mod support;
 
 use nanohermes_config::ServerSpec;
-use nanohermes_hub::{Era, Hub, HubConfig, ServerState};
 use nanohermes_core::policy::Policy;
+use nanohermes_hub::{Era, Hub, HubConfig, ServerState};
 use serde_json::{Map, Value, json};
 use support::{fixture_server, stdio_spec};
 

@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use super::format::{self, Header};
 use super::{SessionFile, SessionLock};
 use mcp_tools::atomic::create_private_dir;
-use nanohermes_core::usage::UsageLedger;
 use nanohermes_core::transcript::Transcript;
+use nanohermes_core::usage::UsageLedger;
 
 /// One session file, kept up to date checkpoint by checkpoint.
 #[derive(Debug)]
@@ -325,8 +325,9 @@ mod tests {
         assert_eq!(
             tail,
             "{\"message\":{\"content\":\"a\",\"role\":\"assistant\"}}\n\
-             {\"usage\":{\"requests\":1,\"prompt_tokens\":0,\"completion_tokens\":0}}\n\
-             {\"surfaced\":[\"fx__echo\"]}\n{\"end\":2}\n"
+             {\"usage\":{\"requests\":1,\"requests_without_usage\":1,\"prompt_tokens\":0,\"completion_tokens\":0}}\n\
+             {\"surfaced\":[\"fx__echo\"]}\n{\"end\":2}\n",
+            "a request without usage is unknown on disk, not zero tokens"
         );
         // Nothing changed: nothing written.
         appender

@@ -38,13 +38,12 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
-
 pub use appender::Appender;
 pub use format::VERSION;
 pub use keeper::{Keeper, SurfacedNames};
 pub use lock::SessionLock;
-pub use usage::SessionUsage;
 pub use open::{Opened, SessionArgs, load_or_set_aside, open};
+pub use usage::SessionUsage;
 
 /// What a session file holds, as read (deserialised as such from a
 /// version 1 file; written only through [`format`]).

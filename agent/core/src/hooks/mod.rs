@@ -45,10 +45,10 @@ use anyhow::Context as _;
 use regex::Regex;
 use serde_json::{Map, Value, json};
 
-use nanohermes_config::{HookEvent, HookGroup, Mode};
-use nanohermes_llm::ToolCall;
 use crate::toolbox::ToolFacts;
 use crate::ui::Ui;
+use nanohermes_config::{HookEvent, HookGroup, Mode};
+use nanohermes_llm::ToolCall;
 use verdict::Verdict;
 
 /// Seconds a hook may run when its `timeout` is not set.

@@ -95,17 +95,19 @@ pub struct AddArgs {
 /// Runs one `nanohermes mcp` command.
 pub async fn main(options: &Options, command: McpCommand) -> anyhow::Result<ExitCode> {
     match command {
-        McpCommand::List => inspect::list(super::load(options, false)?).await,
-        McpCommand::Get { name } => inspect::get(super::load(options, false)?, &name),
+        McpCommand::List => inspect::list(crate::app::load(options, false)?).await,
+        McpCommand::Get { name } => inspect::get(crate::app::load(options, false)?, &name),
         McpCommand::Call {
             name,
             tool,
             arguments,
-        } => inspect::call(super::load(options, false)?, &name, &tool, &arguments).await,
+        } => inspect::call(crate::app::load(options, false)?, &name, &tool, &arguments).await,
         McpCommand::Login { name, scopes } => {
-            login::login(super::load(options, false)?, &name, scopes).await
+            login::login(crate::app::load(options, false)?, &name, scopes).await
         }
-        McpCommand::Logout { name } => login::logout(super::load(options, false)?, &name).await,
+        McpCommand::Logout { name } => {
+            login::logout(crate::app::load(options, false)?, &name).await
+        }
         McpCommand::Add(args) => add(options, args),
         McpCommand::Remove { name } => remove(options, &name),
         McpCommand::Probe(args) => probe::main(args).await,
@@ -167,7 +169,9 @@ fn parse_env(pairs: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
     pairs
         .iter()
         .map(|pair| match pair.split_once('=') {
-            Some((k, v)) if nanohermes_config::servers::is_env_name(k) => Ok((k.to_owned(), v.to_owned())),
+            Some((k, v)) if nanohermes_config::servers::is_env_name(k) => {
+                Ok((k.to_owned(), v.to_owned()))
+            }
             _ => Err(ConfigError::at(
                 "--env",
                 None,

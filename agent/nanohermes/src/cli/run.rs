@@ -4,13 +4,14 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use super::signals::watch_ctrl_c;
-use super::start::{Started, start_agent};
 use super::{EXIT_INTERRUPTED, EXIT_ITERATION_LIMIT};
-use nanohermes_core::agent::{Outcome, RunSummary};
+use crate::app::{Started, start_agent};
 use crate::config::Config;
 use crate::output::{Ending, InitInfo, OutputFormat, RunOutput, RunReport, Unanswered, advice};
-use nanohermes_session::{self as session, Keeper, Opened, SessionArgs};
+use nanohermes_core::agent::{Outcome, RunSummary};
+use nanohermes_core::policy::approval::Approvals;
 use nanohermes_core::usage::UsageLedger;
+use nanohermes_session::{self as session, Keeper, Opened, SessionArgs};
 
 /// `nanohermes run`: starts the servers and builds the HTTP client at the
 /// same time, runs the loop, shuts the servers down. In the JSON formats
@@ -123,7 +124,7 @@ async fn run_loop(
         mut agent,
         warnings,
         mode,
-    } = start_agent(config, opened).await?;
+    } = start_agent(config, opened, Approvals::terminal()).await?;
     output.init(|| InitInfo::from_hub(agent.tools(), workspace, model, mode.to_owned()));
     let ui = output.ui();
     for warning in &warnings {

@@ -7,11 +7,11 @@
 
 use serde_json::{Value, json};
 
-use nanohermes_llm::{ToolCall, Usage};
 use nanohermes_core::policy::Mode;
 use nanohermes_core::policy::approval::{DENIED, is_unanswered};
 use nanohermes_core::transcript::Transcript;
 use nanohermes_core::ui::Ui;
+use nanohermes_llm::{ToolCall, Usage};
 
 /// A `Ui` that notes the denied calls: those nobody could approve, and
 /// those the user answered no.

@@ -4,8 +4,8 @@
 use std::io::Write;
 
 use super::{ApiClock, RunReport, notice_to_stderr, result_event, write_line};
-use nanohermes_llm::ToolCall;
 use nanohermes_core::ui::{Ui, tool_line};
+use nanohermes_llm::ToolCall;
 
 /// Keeps stdout for the result object; tool lines and notices go to
 /// stderr as in the text format. The final text is taken from the run's

@@ -20,9 +20,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use nanohermes_core::agent::Outcome;
-use nanohermes_llm::Usage;
 use nanohermes_core::ui::{TerminalUi, Ui};
 use nanohermes_core::usage::UsageLedger;
+use nanohermes_llm::Usage;
 
 pub use denials::{Unanswered, advice};
 pub use json::JsonUi;

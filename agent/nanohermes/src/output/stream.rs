@@ -9,9 +9,9 @@ use std::io::Write;
 use serde_json::{Map, Value, json};
 
 use super::{ApiClock, RunReport, notice_to_stderr, request_usage, result_event, write_line};
+use nanohermes_core::ui::Ui;
 use nanohermes_hub::{Hub, ServerState};
 use nanohermes_llm::{ToolCall, Usage};
-use nanohermes_core::ui::Ui;
 
 /// What the `init` event says about the run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -19,14 +19,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use nanohermes_core::agent::{Agent, Outcome};
 use crate::cli::EXIT_INTERRUPTED;
 use crate::config::{Config, Rules};
-use nanohermes_hub::Hub;
+use nanohermes_core::agent::{Agent, Outcome};
 use nanohermes_core::interrupt::Interrupt;
 use nanohermes_core::policy::approval::Approvals;
-use nanohermes_session::{self as session, Keeper, SessionArgs};
 use nanohermes_core::ui::Ui;
+use nanohermes_hub::Hub;
+use nanohermes_session::{self as session, Keeper, SessionArgs};
 
 use commands::{Command, Line};
 use input::{Input, Read};
@@ -44,12 +44,6 @@ pub async fn main(config: Config, session: &SessionArgs) -> anyhow::Result<ExitC
         ui.notice(warning);
     }
     let rules = config.rules.clone();
-    let started = crate::cli::start_agent(config, &opened).await?;
-    let surfaced = started.agent.tools().surfaced();
-    ui.keep_surfaced(Box::new(move || surfaced.names()));
-    for warning in &started.warnings {
-        ui.notice(warning);
-    }
     // Questions are asked with the spinner stopped (it would draw over
     // them); without a terminal nobody is asked, as in `run`.
     let tty = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
@@ -58,7 +52,13 @@ pub async fn main(config: Config, session: &SessionArgs) -> anyhow::Result<ExitC
     } else {
         Approvals::denying()
     };
-    let agent = started.agent.with_approvals(approvals);
+    let started = crate::app::start_agent(config, &opened, approvals).await?;
+    let surfaced = started.agent.tools().surfaced();
+    ui.keep_surfaced(Box::new(move || surfaced.names()));
+    for warning in &started.warnings {
+        ui.notice(warning);
+    }
+    let agent = started.agent;
     let busy = Arc::new(AtomicBool::new(false));
     watch_ctrl_c(agent.interrupt(), busy.clone());
     if opened.resumed() {

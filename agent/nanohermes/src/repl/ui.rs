@@ -7,9 +7,9 @@ use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use nanohermes_llm::ToolCall;
 use nanohermes_core::policy::approval::{Answer, Prompter, TerminalPrompter};
 use nanohermes_core::ui::{Ui, tool_line};
+use nanohermes_llm::ToolCall;
 
 const DIM: &str = "\x1b[2m";
 const YELLOW: &str = "\x1b[33m";

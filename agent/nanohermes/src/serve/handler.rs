@@ -28,8 +28,9 @@ use super::run_task::{self, RUN_TASK, RunStatus, RunTaskArgs, RunTaskOutput, Run
 use super::tasks::TaskStore;
 use super::tools::TaskTools;
 use super::workspaces::Workspaces;
-use nanohermes_core::agent::{Agent, AgentConfig, Outcome};
+use crate::app::{RunParts, assemble};
 use nanohermes_config::Mode;
+use nanohermes_core::agent::{AgentConfig, Outcome};
 use nanohermes_core::hooks::{self, Hooks};
 use nanohermes_core::interrupt::Interrupt;
 use nanohermes_core::policy::approval::Answer;
@@ -251,11 +252,20 @@ impl AgentServer {
         // The file's messages come back in each checkpoint's history.
         let writer = Appender::new(&store.path(&session), &earlier);
         let usage_before = earlier.usage;
-        let mut agent = Agent::resume(client, tools, &system_prompt, config, earlier.messages)
-            .with_interrupt(interrupt.clone())
-            .with_approvals(approvals)
-            .with_hooks(hooks)
-            .with_compaction(runtime.config.compaction);
+        let run = RunParts {
+            agent: config,
+            approvals,
+            interrupt: interrupt.clone(),
+            hooks,
+        };
+        let mut agent = assemble(
+            &runtime.config,
+            client,
+            tools,
+            &system_prompt,
+            earlier.messages,
+            run,
+        );
 
         let target = ProgressTarget::default();
         let last_step = Arc::new(Mutex::new("starting".to_owned()));

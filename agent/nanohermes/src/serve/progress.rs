@@ -11,9 +11,9 @@ use rmcp::service::RoleServer;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use nanohermes_core::ui::Ui;
 use nanohermes_llm::ToolCall;
 use nanohermes_session::Appender;
-use nanohermes_core::ui::Ui;
 
 /// Longest argument summary in a step line.
 const SUMMARY: usize = 60;
@@ -75,7 +75,11 @@ impl ServeUi {
     /// survives this process: no fsync). The history is given again for a
     /// run that reached no checkpoint (a prompt hook refused the task) or
     /// whose last write failed: the file is then written whole.
-    pub fn finish(&mut self, history: &nanohermes_core::transcript::Transcript, usage: nanohermes_core::usage::UsageLedger) {
+    pub fn finish(
+        &mut self,
+        history: &nanohermes_core::transcript::Transcript,
+        usage: nanohermes_core::usage::UsageLedger,
+    ) {
         if let Some(session) = &mut self.session {
             session.set_usage(usage);
             let written = session

@@ -14,9 +14,9 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use tokio::sync::RwLock;
 
-use nanohermes_hub::Hub;
 use nanohermes_core::policy::Policy;
 use nanohermes_core::toolbox::{ToolBox, ToolFacts};
+use nanohermes_hub::Hub;
 
 /// The tools one task sees.
 pub struct TaskTools {

@@ -17,11 +17,11 @@ use std::sync::Arc;
 
 use tokio::sync::{Mutex, OnceCell, RwLock};
 
-use crate::cli::load;
+use crate::app::load;
 use crate::config::{Config, Options};
+use nanohermes_core::prompt::Guidance;
 use nanohermes_hub::{Hub, HubConfig};
 use nanohermes_llm::Client;
-use nanohermes_core::prompt::Guidance;
 
 /// One workspace, ready for tasks.
 pub struct Runtime {

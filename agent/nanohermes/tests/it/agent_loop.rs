@@ -1,3 +1,4 @@
+use nanohermes_core::agent::AgentParts;
 use nanohermes_core::agent::{AgentConfig, Outcome};
 use nanohermes_core::interrupt::Interrupt;
 use nanohermes_core::policy::Policy;
@@ -290,7 +291,14 @@ async fn an_interrupt_during_a_step_stops_at_the_boundary_with_every_call_answer
         text(&["never asked"]).into(),
     ])
     .await;
-    let mut agent = agent(settings(&mock), hub(dir.path(), vec![]).await).with_interrupt(interrupt);
+    let mut agent = agent_with(
+        settings(&mock),
+        hub(dir.path(), vec![]).await,
+        AgentParts {
+            interrupt,
+            ..Default::default()
+        },
+    );
     let mut ui = Capture::default();
 
     let summary = agent.run("list and write", &mut ui).await.unwrap();

@@ -2,6 +2,7 @@
 //! scripted run past a small threshold, and the context-length error that
 //! compacts and retries once.
 
+use nanohermes_core::agent::AgentParts;
 use nanohermes_core::agent::Outcome;
 use nanohermes_core::compaction::{
     self, CompactionConfig, OMISSION_NOTE, SUMMARY_HEADER, cut_point, summary_message,
@@ -12,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::support::history::{assert_history_valid, assert_requests_valid};
 use crate::support::mock_model::{MockModel, call, status, text, tool_calls};
-use crate::support::{Capture, agent, hub, settings};
+use crate::support::{Capture, agent, agent_with, hub, settings};
 
 /// A seeded xorshift64: the same histories on every run, no new crate.
 struct XorShift(u64);
@@ -152,11 +153,17 @@ async fn a_long_run_past_a_small_threshold_keeps_going_with_a_valid_history() {
         text(&["all read"]).into(),
     ])
     .await;
-    let mut agent =
-        agent(settings(&mock), hub(dir.path(), vec![]).await).with_compaction(CompactionConfig {
-            threshold_chars: 4000,
-            keep_messages: 4,
-        });
+    let mut agent = agent_with(
+        settings(&mock),
+        hub(dir.path(), vec![]).await,
+        AgentParts {
+            compaction: CompactionConfig {
+                threshold_chars: 4000,
+                keep_messages: 4,
+            },
+            ..Default::default()
+        },
+    );
     let mut ui = Capture::default();
 
     let summary = agent.run("read big.txt six times", &mut ui).await.unwrap();
@@ -246,13 +253,15 @@ fn resumed(
         client,
         hub,
         "You are NanoHermes, in a test.",
-        Default::default(),
+        nanohermes_core::agent::AgentParts {
+            compaction: CompactionConfig {
+                threshold_chars: compaction::DEFAULT_THRESHOLD_CHARS,
+                keep_messages: 2,
+            },
+            ..Default::default()
+        },
         earlier(),
     )
-    .with_compaction(CompactionConfig {
-        threshold_chars: compaction::DEFAULT_THRESHOLD_CHARS,
-        keep_messages: 2,
-    })
 }
 
 #[tokio::test]

@@ -90,7 +90,10 @@ impl World {
     }
 }
 
-fn server<'a>(loaded: &'a nanohermes_config::Loaded, name: &str) -> &'a nanohermes_config::ServerSpec {
+fn server<'a>(
+    loaded: &'a nanohermes_config::Loaded,
+    name: &str,
+) -> &'a nanohermes_config::ServerSpec {
     loaded
         .settings
         .servers
@@ -208,7 +211,11 @@ fn the_trust_prompt_records_the_answer_in_the_users_config() {
     let after = nanohermes_config::trust_check(&sources).unwrap();
     assert!(after.status.is_trusted() && !after.should_ask(true));
     assert_eq!(
-        nanohermes_config::load(&sources).unwrap().settings.model.as_deref(),
+        nanohermes_config::load(&sources)
+            .unwrap()
+            .settings
+            .model
+            .as_deref(),
         Some("theirs")
     );
 
@@ -654,7 +661,11 @@ fn a_trusted_projects_files_changed_since_are_skipped_with_one_line_and_asked_ab
     let trusted = w.load().unwrap();
     assert!(trusted.warnings.is_empty(), "{:?}", trusted.warnings);
     assert!(server(&trusted, "evil").enabled);
-    assert!(!nanohermes_config::trust_check(&sources).unwrap().should_ask(true));
+    assert!(
+        !nanohermes_config::trust_check(&sources)
+            .unwrap()
+            .should_ask(true)
+    );
 }
 
 #[test]

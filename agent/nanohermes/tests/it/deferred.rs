@@ -1,10 +1,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use nanohermes_core::agent::AgentConfig;
 use nanohermes_config::{BuiltinName, ServerSpec};
-use nanohermes_hub::{DeferConfig, Hub, HubConfig, TOOL_SEARCH};
+use nanohermes_core::agent::AgentConfig;
 use nanohermes_core::policy::{Mode, Policy};
+use nanohermes_hub::{DeferConfig, Hub, HubConfig, TOOL_SEARCH};
 use serde_json::{Map, Value, json};
 
 use crate::support::history::assert_requests_valid;

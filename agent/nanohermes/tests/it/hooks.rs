@@ -1,3 +1,4 @@
+use nanohermes_core::agent::AgentParts;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -8,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::support::history::assert_requests_valid;
 use crate::support::mock_model::{MockModel, call, text, tool_calls};
-use crate::support::{Capture, agent, fixture, hub, settings, tool_result};
+use crate::support::{Capture, agent_with, fixture, hub, settings, tool_result};
 
 fn hooks(workspace: &Path, config: Value) -> Hooks {
     let groups: BTreeMap<HookEvent, Vec<HookGroup>> = serde_json::from_value(config).unwrap();
@@ -33,8 +34,14 @@ async fn write_under(workspace: &Path, config: Value) -> (String, bool) {
         text(&["done"]).into(),
     ])
     .await;
-    let mut agent =
-        agent(settings(&mock), hub(workspace, vec![]).await).with_hooks(hooks(workspace, config));
+    let mut agent = agent_with(
+        settings(&mock),
+        hub(workspace, vec![]).await,
+        AgentParts {
+            hooks: hooks(workspace, config),
+            ..Default::default()
+        },
+    );
     let mut ui = Capture::default();
     let run = agent.run("write a.txt", &mut ui);
     tokio::time::timeout(Duration::from_secs(60), run)
@@ -215,8 +222,14 @@ async fn a_matcher_also_sees_the_mcp_server_tool_spelling_and_skips_other_tools(
         text(&["done"]).into(),
     ])
     .await;
-    let mut agent = agent(settings(&mock), hub(dir.path(), vec![fixture("fx")]).await)
-        .with_hooks(hooks(dir.path(), config));
+    let mut agent = agent_with(
+        settings(&mock),
+        hub(dir.path(), vec![fixture("fx")]).await,
+        AgentParts {
+            hooks: hooks(dir.path(), config),
+            ..Default::default()
+        },
+    );
 
     agent
         .run("echo and write", &mut Capture::default())
@@ -243,8 +256,14 @@ async fn session_start_and_prompt_hooks_add_context_and_stop_hooks_run_after_eac
         "Stop": [{"hooks": [{"type": "command", "command": format!("cat >> '{}'; echo >> '{}'", stops.display(), stops.display())}]}]
     });
     let mock = MockModel::start(vec![text(&["one"]).into(), text(&["two"]).into()]).await;
-    let mut agent =
-        agent(settings(&mock), hub(dir.path(), vec![]).await).with_hooks(hooks(dir.path(), config));
+    let mut agent = agent_with(
+        settings(&mock),
+        hub(dir.path(), vec![]).await,
+        AgentParts {
+            hooks: hooks(dir.path(), config),
+            ..Default::default()
+        },
+    );
     let mut ui = Capture::default();
 
     agent.run("first", &mut ui).await.unwrap();
@@ -287,8 +306,14 @@ async fn a_user_prompt_submit_hook_exiting_2_blocks_the_prompt_before_the_model_
         {"type": "command", "command": "grep -q password && { echo 'the prompt holds a password' >&2; exit 2; }; exit 0"}
     ]}]});
     let mock = MockModel::start(vec![]).await;
-    let mut agent =
-        agent(settings(&mock), hub(dir.path(), vec![]).await).with_hooks(hooks(dir.path(), config));
+    let mut agent = agent_with(
+        settings(&mock),
+        hub(dir.path(), vec![]).await,
+        AgentParts {
+            hooks: hooks(dir.path(), config),
+            ..Default::default()
+        },
+    );
     let mut ui = Capture::default();
 
     let summary = agent.run("my password is hunter2", &mut ui).await.unwrap();

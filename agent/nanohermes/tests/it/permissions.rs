@@ -5,11 +5,11 @@
 use std::path::Path;
 use std::time::Duration;
 
-use nanohermes_core::agent::AgentConfig;
 use nanohermes_config::{BuiltinName, Mode, ServerSpec};
-use nanohermes_hub::{Hub, HubConfig};
+use nanohermes_core::agent::AgentConfig;
 use nanohermes_core::policy::Policy;
 use nanohermes_core::policy::approval::{DENIED, UNANSWERED};
+use nanohermes_hub::{Hub, HubConfig};
 use serde_json::json;
 
 use crate::support::history::assert_requests_valid;

@@ -4,19 +4,20 @@
 //! failures that stay notices. The memory server is the real built-in, run
 //! as `nanohermes builtin memory --db FILE` on a temp SQLite file.
 
+use nanohermes_core::agent::AgentParts;
 use std::path::Path;
 use std::time::Duration;
 
-use nanohermes_core::agent::{Agent, Outcome};
 use nanohermes_config::{BuiltinName, Origin, ServerSpec, StdioSpec, Transport};
-use nanohermes_hub::Hub;
+use nanohermes_core::agent::{Agent, Outcome};
 use nanohermes_core::recall::{BLOCK_BEGIN, BLOCK_END};
+use nanohermes_hub::Hub;
 use nanohermes_memory::{Kind, MemoryStore};
 use serde_json::{Value, json};
 
 use crate::support::history::{assert_history_valid, assert_requests_valid};
 use crate::support::mock_model::{MockModel, call, status, text, tool_calls};
-use crate::support::{Capture, agent, hub, settings};
+use crate::support::{Capture, agent_with, hub, settings};
 
 const SYSTEM_PROMPT: &str = "You are NanoHermes, in a test.";
 
@@ -91,7 +92,14 @@ async fn the_recalled_block_is_replaced_each_turn_and_removed_when_nothing_match
     ])
     .await;
     let hub = hub(dir.path(), vec![memory_server(&db)]).await;
-    let mut agent = agent(settings(&mock), hub).with_recall(true);
+    let mut agent = agent_with(
+        settings(&mock),
+        hub,
+        AgentParts {
+            recall: true,
+            ..Default::default()
+        },
+    );
     let mut ui = Capture::default();
 
     for task in [
@@ -153,7 +161,14 @@ async fn a_turn_with_tools_is_distilled_new_memories_saved_and_a_known_one_skipp
     ])
     .await;
     let hub = hub(dir.path(), vec![memory_server(&db)]).await;
-    let mut agent = agent(settings(&mock), hub).with_recall(true);
+    let mut agent = agent_with(
+        settings(&mock),
+        hub,
+        AgentParts {
+            recall: true,
+            ..Default::default()
+        },
+    );
     let mut ui = Capture::default();
 
     let summary = agent.run("how is this built", &mut ui).await.unwrap();
@@ -218,7 +233,14 @@ async fn failed_distillation_and_recall_off_are_notices_and_no_requests() {
     ])
     .await;
     let hub = hub(dir.path(), vec![memory_server(&db)]).await;
-    let mut agent = agent(settings(&mock), hub).with_recall(true);
+    let mut agent = agent_with(
+        settings(&mock),
+        hub,
+        AgentParts {
+            recall: true,
+            ..Default::default()
+        },
+    );
     let mut ui = Capture::default();
 
     let first = agent.run("read a.txt", &mut ui).await.unwrap();
@@ -240,7 +262,7 @@ async fn failed_distillation_and_recall_off_are_notices_and_no_requests() {
     shut_down(agent).await;
     let hub = crate::support::hub(dir.path(), vec![memory_server(&db)]).await;
     let client = nanohermes_llm::Client::new(settings(&mock)).unwrap();
-    let mut off = Agent::resume(client, hub, SYSTEM_PROMPT, Default::default(), history);
+    let mut off = Agent::resume(client, hub, SYSTEM_PROMPT, AgentParts::default(), history);
     let third = off.run("read a.txt once more", &mut ui).await.unwrap();
     assert_eq!(third.final_text, "read a third time");
 
@@ -369,4 +391,30 @@ async fn a_memory_injected_in_one_project_is_never_recalled_in_another_unless_th
     assert!(!in_b.contains(BLOCK_BEGIN), "{in_b}");
     let global = system_text(requests[4].messages());
     assert!(global.contains(planted), "{global}");
+}
+
+/// `serve` assembles its agents where `run` does: `memory = true` in the
+/// user's config turns recall on for every `run_task` (it once did not).
+#[tokio::test]
+async fn memory_true_recalls_under_run_task() {
+    use crate::serve::{Era, Host, Setup, ask, run_task};
+
+    let setup = Setup::new(vec![text(&["use nextest"]).into()]).await;
+    std::fs::write(setup.home.path().join("config.toml"), "memory = true\n").unwrap();
+    seed(
+        &setup.home.path().join("memory.db"),
+        &setup.root(),
+        &[("Tests run with cargo nextest", Kind::Fact)],
+    );
+    let (client, _) = setup.connect(Era::Legacy, Host::new(), "goal").await;
+
+    let result = ask(&client, run_task(json!({"task": "which runner for tests"}))).await;
+
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    let requests = setup.mock.requests();
+    assert_eq!(requests.len(), 1, "a text answer is not distilled");
+    let system = system_text(requests[0].messages());
+    assert!(system.ends_with(BLOCK_END), "{system}");
+    assert!(system.contains("Tests run with cargo nextest"), "{system}");
+    let _ = client.cancel().await;
 }

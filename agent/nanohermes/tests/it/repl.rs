@@ -2,6 +2,7 @@
 //! `script`): tasks stream their answers over one kept history, the slash
 //! commands, Ctrl-C during a slow tool and twice at the prompt.
 
+use nanohermes_core::agent::AgentParts;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -316,7 +317,7 @@ async fn ctrl_c_during_a_slow_tool_keeps_a_valid_history_and_twice_at_the_prompt
 #[tokio::test]
 async fn undo_removes_whole_turns_from_the_end_and_never_a_compaction_summary() {
     use crate::support::history::assert_history_valid;
-    use crate::support::{Capture, agent, hub, settings};
+    use crate::support::{Capture, agent_with, hub, settings};
     use nanohermes_core::compaction::CompactionConfig;
 
     let dir = tempfile::tempdir().unwrap();
@@ -329,11 +330,17 @@ async fn undo_removes_whole_turns_from_the_end_and_never_a_compaction_summary() 
         text(&["three"]).into(),
     ])
     .await;
-    let mut agent =
-        agent(settings(&mock), hub(dir.path(), vec![]).await).with_compaction(CompactionConfig {
-            keep_messages: 4,
-            ..CompactionConfig::default()
-        });
+    let mut agent = agent_with(
+        settings(&mock),
+        hub(dir.path(), vec![]).await,
+        AgentParts {
+            compaction: CompactionConfig {
+                keep_messages: 4,
+                ..CompactionConfig::default()
+            },
+            ..Default::default()
+        },
+    );
     let mut ui = Capture::default();
     assert_eq!(agent.undo(), None, "no turn yet");
     agent.run("task one", &mut ui).await.unwrap();

@@ -4,20 +4,21 @@
 //! step, version 1 files resume and are converted, a damaged file is set
 //! aside.
 
+use nanohermes_core::agent::AgentParts;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
 use nanohermes_core::agent::{Agent, AgentConfig, Outcome};
 use nanohermes_core::compaction::CompactionConfig;
-use nanohermes_llm::Client;
-use nanohermes_session::{self as session, Keeper, Opened, SessionArgs};
 use nanohermes_core::transcript::Transcript;
 use nanohermes_core::ui::Ui;
+use nanohermes_llm::Client;
+use nanohermes_session::{self as session, Keeper, Opened, SessionArgs};
 use serde_json::{Value, json};
 
 use crate::support::history::{assert_history_valid, assert_requests_valid};
 use crate::support::mock_model::{MockModel, call, text, tool_calls};
-use crate::support::{Capture, agent, hub, settings};
+use crate::support::{Capture, agent, agent_with, hub, settings};
 
 /// After the keeper wrote a checkpoint: the file's bytes, its inode and
 /// how many messages (system message included) the history had.
@@ -172,11 +173,17 @@ async fn compaction_undo_and_reset_write_the_file_again_and_it_loads_as_the_hist
         text(&["after the reset"]).into(),
     ])
     .await;
-    let mut agent =
-        agent(settings(&mock), hub(dir.path(), vec![]).await).with_compaction(CompactionConfig {
-            threshold_chars: 4000,
-            keep_messages: 2,
-        });
+    let mut agent = agent_with(
+        settings(&mock),
+        hub(dir.path(), vec![]).await,
+        AgentParts {
+            compaction: CompactionConfig {
+                threshold_chars: 4000,
+                keep_messages: 2,
+            },
+            ..Default::default()
+        },
+    );
     let path = dir.path().join("session.json");
     let (_, mut ui) = keeper(&path, dir.path());
 

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use nanohermes_config::{Mode, Transport};
-use nanohermes_hub::{AGENT_DEPTH_VAR, AGENT_LIST, DEFAULT_MAX_AGENT_DEPTH, Hub, HubConfig};
 use nanohermes_core::policy::Policy;
+use nanohermes_hub::{AGENT_DEPTH_VAR, AGENT_LIST, DEFAULT_MAX_AGENT_DEPTH, Hub, HubConfig};
 use serde_json::{Map, Value, json};
 
 use crate::support::history::assert_requests_valid;

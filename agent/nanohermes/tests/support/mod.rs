@@ -12,11 +12,11 @@ pub mod sse_retry_server;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use nanohermes_core::agent::{Agent, AgentConfig};
 use nanohermes_config::{BuiltinName, Origin, ServerSpec, StdioSpec, Transport};
+use nanohermes_core::agent::{Agent, AgentConfig};
+use nanohermes_core::ui::{Ui, tool_line};
 use nanohermes_hub::{Hub, HubConfig};
 use nanohermes_llm::{Client, ModelSettings, RetryPolicy, ToolCall};
-use nanohermes_core::ui::{Ui, tool_line};
 
 use mock_model::MockModel;
 
@@ -92,10 +92,15 @@ pub fn agent(settings: ModelSettings, hub: Hub) -> Agent<Hub> {
     agent_with(settings, hub, AgentConfig::default())
 }
 
-/// An agent on the mock with `hub` and `config`.
-pub fn agent_with(settings: ModelSettings, hub: Hub, config: AgentConfig) -> Agent<Hub> {
+/// An agent on the mock with `hub` and `parts` (an [`AgentConfig`], or
+/// every part).
+pub fn agent_with(
+    settings: ModelSettings,
+    hub: Hub,
+    parts: impl Into<nanohermes_core::agent::AgentParts>,
+) -> Agent<Hub> {
     let client = Client::new(settings).expect("http client");
-    Agent::new(client, hub, "You are NanoHermes, in a test.", config)
+    Agent::new(client, hub, "You are NanoHermes, in a test.", parts)
 }
 
 /// A [`Ui`] that keeps everything it is told.

@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use anyhow::{Context as _, bail};
 use serde_json::Value;
 
-use super::super::Setup;
 use super::super::table::table;
+use crate::app::Setup;
 use nanohermes_config::{ServerSpec, Transport};
 use nanohermes_hub::{Hub, ServerState};
 

@@ -8,10 +8,10 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 
-use super::super::Setup;
 use super::inspect::find;
-use nanohermes_hub::auth::{Authorizer, Browser, CredentialsFile, login};
+use crate::app::Setup;
 use nanohermes_config::{ServerSpec, Transport};
+use nanohermes_hub::auth::{Authorizer, Browser, CredentialsFile, login};
 
 fn http_of(spec: &ServerSpec) -> anyhow::Result<&nanohermes_config::HttpSpec> {
     match &spec.transport {

@@ -51,7 +51,9 @@ pub async fn connect(
         elicitor: Some(elicitor),
         // OAuth (auth.rs): the probe's own file, and it authorizes by itself.
         credentials: oauth.as_ref().map(|(_, file)| file.path()),
-        oauth_browser: oauth.is_some().then_some(nanohermes_hub::auth::Browser::Fetch),
+        oauth_browser: oauth
+            .is_some()
+            .then_some(nanohermes_hub::auth::Browser::Fetch),
         ..HubConfig::new(workspace, vec![spec])
     };
     Hub::start(config).await

@@ -3,13 +3,16 @@
 //! narrowed by the policy, the agent over the session's history.
 
 use nanohermes_core::agent::Agent;
-use crate::config::Config;
 use nanohermes_core::hooks::{self, Hooks};
-use nanohermes_hub::Hub;
-use nanohermes_llm::Client;
+use nanohermes_core::interrupt::Interrupt;
 use nanohermes_core::policy::approval::Approvals;
 use nanohermes_core::prompt;
+use nanohermes_hub::Hub;
+use nanohermes_llm::Client;
 use nanohermes_session::Opened;
+
+use super::{RunParts, assemble};
+use crate::config::Config;
 
 /// An agent ready for its first task.
 pub struct Started {
@@ -23,8 +26,13 @@ pub struct Started {
 }
 
 /// Starts everything `config` names, continuing `opened`'s conversation
-/// with today's system prompt.
-pub async fn start_agent(config: Config, opened: &Opened) -> anyhow::Result<Started> {
+/// with today's system prompt; `approvals` answers the calls the policy
+/// asks about.
+pub async fn start_agent(
+    config: Config,
+    opened: &Opened,
+    approvals: Approvals,
+) -> anyhow::Result<Started> {
     let settings = config.model.clone();
     // Building the TLS client reads the system's certificates: keep it off
     // the path of the server start-up.
@@ -47,7 +55,7 @@ pub async fn start_agent(config: Config, opened: &Opened) -> anyhow::Result<Star
             .or(Some(nanohermes_hub::DEFAULT_CONNECT_WAIT)),
         skills: guidance.skills.clone(),
         offered: Some(config.agent.policy.clone()),
-        ..config.hub
+        ..config.hub.clone()
     };
     let mut hub = Hub::start(hub_config).await?;
     // A resumed session's found tools are declared from its first request.
@@ -71,13 +79,13 @@ pub async fn start_agent(config: Config, opened: &Opened) -> anyhow::Result<Star
     let mut system_prompt = prompt::system_prompt(&config.workspace, &guidance);
     prompt::add_deferred_line(&mut system_prompt, &hub.deferred_counts(), &connecting);
     let history = opened.file.messages.clone();
-    // On a terminal the user answers the calls the policy asks about;
-    // without one they are denied.
-    let agent = Agent::resume(client, hub, &system_prompt, config.agent, history)
-        .with_approvals(Approvals::terminal())
-        .with_hooks(hooks)
-        .with_compaction(config.compaction)
-        .with_recall(config.memory);
+    let run = RunParts {
+        agent: config.agent.clone(),
+        approvals,
+        interrupt: Interrupt::default(),
+        hooks,
+    };
+    let agent = assemble(&config, client, hub, &system_prompt, history, run);
     Ok(Started {
         agent,
         warnings,

@@ -4,8 +4,8 @@
 
 use std::io::IsTerminal as _;
 
-use nanohermes_config::{self as sources, ConfigSources, Loaded};
 use crate::config::{Config, DEFAULT_API_KEY_ENV, Options};
+use nanohermes_config::{self as sources, ConfigSources, Loaded};
 use nanohermes_core::ui::{TerminalUi, Ui};
 
 /// A loaded configuration and what it was loaded from.

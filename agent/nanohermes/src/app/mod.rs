@@ -1,0 +1,59 @@
+//! The composition root: where a resolved configuration becomes running
+//! parts. Every command loads the configuration one way ([`load`]);
+//! `run` and the interactive mode start their servers and agent one way
+//! ([`start_agent`]); and exactly one function, [`assemble`], turns a
+//! resolved configuration into an [`Agent`], for `run`, the interactive
+//! mode and each `serve` task alike, so a setting (compaction, memory
+//! recall, hooks, the policy) cannot reach one of them and miss another.
+
+mod setup;
+mod start;
+
+pub use setup::{Setup, load, trust};
+pub use start::{Started, start_agent};
+
+use nanohermes_core::agent::{Agent, AgentConfig, AgentParts};
+use nanohermes_core::hooks::Hooks;
+use nanohermes_core::interrupt::Interrupt;
+use nanohermes_core::policy::approval::Approvals;
+use nanohermes_core::toolbox::ToolBox;
+use nanohermes_llm::Client;
+use serde_json::Value;
+
+use crate::config::Config;
+
+/// What differs between the ways an agent is started: its limits and
+/// policy (a `serve` task may narrow them), who answers the calls the
+/// policy asks about, what stops it, and its hooks.
+pub struct RunParts {
+    /// The iteration cap and the permission gate.
+    pub agent: AgentConfig,
+    /// A terminal, an MCP host, or nobody.
+    pub approvals: Approvals,
+    /// The stop flag a signal handler or an MCP cancellation sets.
+    pub interrupt: Interrupt,
+    /// The user's hooks, for this workspace and mode.
+    pub hooks: Hooks,
+}
+
+/// The one assembly of an agent: `tools` and `client` with the system
+/// prompt and the earlier `history` (without its system message), the
+/// configuration's compaction and memory recall, and `run`'s parts.
+pub fn assemble<T: ToolBox>(
+    config: &Config,
+    client: Client,
+    tools: T,
+    system_prompt: &str,
+    history: Vec<Value>,
+    run: RunParts,
+) -> Agent<T> {
+    let parts = AgentParts {
+        config: run.agent,
+        interrupt: run.interrupt,
+        approvals: run.approvals,
+        hooks: run.hooks,
+        compaction: config.compaction,
+        recall: config.memory,
+    };
+    Agent::resume(client, tools, system_prompt, parts, history)
+}
