@@ -28,6 +28,7 @@ use futures::FutureExt;
 use serde_json::Value;
 
 use crate::compaction::{self, CompactionConfig};
+use crate::events::RunEvents;
 use crate::history::{CallIds, assistant_message, system_message, tool_message, user_message};
 use crate::hooks::Hooks;
 use crate::interrupt::Interrupt;
@@ -36,7 +37,6 @@ use crate::policy::{Policy, Verdict, protected};
 use crate::recall;
 use crate::toolbox::ToolBox;
 use crate::transcript::Transcript;
-use crate::ui::Ui;
 use crate::usage::UsageLedger;
 use nanohermes_llm::{AssistantTurn, ChatEvent, Client, JsonList, LlmError, ToolCall};
 
@@ -197,7 +197,7 @@ impl<T: ToolBox> Agent<T> {
 
     /// The recalled-memories block of the system message, replaced with
     /// the hits for `query` (removed when there are none).
-    async fn recall_memories(&mut self, query: &str, ui: &mut dyn Ui) {
+    async fn recall_memories(&mut self, query: &str, ui: &mut dyn RunEvents) {
         let Some(names) = self.memory_tools() else {
             return;
         };
@@ -210,7 +210,7 @@ impl<T: ToolBox> Agent<T> {
 
     /// Distils the last turn into at most three new memories, when the
     /// policy lets `memory_save` run unasked.
-    async fn distil_memories(&mut self, ui: &mut dyn Ui) {
+    async fn distil_memories(&mut self, ui: &mut dyn RunEvents) {
         let Some(names) = self.memory_tools() else {
             return;
         };
@@ -264,7 +264,7 @@ impl<T: ToolBox> Agent<T> {
     }
 
     /// Compacts when the history is past its limits, and says so.
-    async fn compact_if_due(&mut self, ui: &mut dyn Ui) {
+    async fn compact_if_due(&mut self, ui: &mut dyn RunEvents) {
         if self
             .compaction
             .is_due_at(self.messages.len(), self.messages.encoded_len())
@@ -273,7 +273,7 @@ impl<T: ToolBox> Agent<T> {
         }
     }
 
-    async fn compact_and_report(&mut self, ui: &mut dyn Ui) -> usize {
+    async fn compact_and_report(&mut self, ui: &mut dyn RunEvents) -> usize {
         let dropped = self.compact().await;
         if dropped > 0 {
             let how = if compaction::is_compaction_message(&self.messages[1])
@@ -292,7 +292,7 @@ impl<T: ToolBox> Agent<T> {
 
     /// One model request with the current history. A context-length
     /// refusal compacts the history and retries once.
-    async fn complete(&mut self, ui: &mut dyn Ui) -> Result<AssistantTurn, LlmError> {
+    async fn complete(&mut self, ui: &mut dyn RunEvents) -> Result<AssistantTurn, LlmError> {
         let first = {
             let mut on_event = |event: ChatEvent<'_>| report(ui, event);
             self.client
@@ -357,7 +357,11 @@ impl<T: ToolBox> Agent<T> {
 
     /// Runs one user task to one of the three exits. Fails only when a
     /// model request fails; the history is valid either way.
-    pub async fn run(&mut self, task: &str, ui: &mut dyn Ui) -> Result<RunSummary, LlmError> {
+    pub async fn run(
+        &mut self,
+        task: &str,
+        ui: &mut dyn RunEvents,
+    ) -> Result<RunSummary, LlmError> {
         // SessionStart and UserPromptSubmit hooks may add to the prompt, or
         // block it (then the model is not asked).
         let task = match self.hooks.before_prompt(task, ui).await {
@@ -599,7 +603,7 @@ fn invalid_arguments(call: &ToolCall, reason: &str) -> String {
     )
 }
 
-fn report(ui: &mut dyn Ui, event: ChatEvent<'_>) {
+fn report(ui: &mut dyn RunEvents, event: ChatEvent<'_>) {
     match event {
         ChatEvent::Text(text) => ui.text(text),
         ChatEvent::Retry {

@@ -22,7 +22,7 @@
 //! | [`prompt`] | the system prompt: AGENTS.md layering, NANOHERMES.md, skills |
 //! | [`usage`] | the token ledger |
 //! | [`interrupt`] | the step-boundary interrupt flag |
-//! | [`ui`] | the run-event sink: text, tool lines, notices, checkpoints |
+//! | [`events`] | the run-event sink: text, tool lines, notices, checkpoints |
 //!
 //! Invariants (each pinned by a test of the `nanohermes` binary):
 //! - after every exit of a run (done, interrupted, iteration limit, model
@@ -37,6 +37,7 @@
 
 pub mod agent;
 pub mod compaction;
+pub mod events;
 pub mod history;
 pub mod hooks;
 pub mod interrupt;
@@ -45,5 +46,4 @@ pub mod prompt;
 pub mod recall;
 pub mod toolbox;
 pub mod transcript;
-pub mod ui;
 pub mod usage;

@@ -70,7 +70,7 @@ mod tests {
     /// Compile-time check: a run over the hub can be spawned on a
     /// multi-threaded runtime (`run_task` does).
     #[allow(dead_code)]
-    fn run_future_is_send(agent: &mut Agent<Hub>, ui: &mut nanohermes_core::ui::TerminalUi) {
+    fn run_future_is_send(agent: &mut Agent<Hub>, ui: &mut nanohermes_core::events::TerminalUi) {
         fn assert_send<T: Send>(_: &T) {}
         assert_send(&agent.run("task", ui));
     }

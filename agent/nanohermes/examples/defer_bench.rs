@@ -162,7 +162,7 @@ async fn scripted_run(workspace: &Path, hub: Hub) -> anyhow::Result<(Vec<usize>,
     prompt::add_deferred_line(&mut system, &hub.deferred_counts(), &hub.connecting());
     let client = Client::new(settings)?;
     let mut agent = Agent::new(client, hub, &system, AgentConfig::default());
-    let mut ui = nanohermes_core::ui::TerminalUi::default();
+    let mut ui = nanohermes_core::events::TerminalUi::default();
     let summary = agent
         .run("file a jira issue: disk full on OPS", &mut ui)
         .await?;

@@ -22,7 +22,7 @@
 //! | [`prompt`] | the system prompt: AGENTS.md layering, NANOHERMES.md, skills |
 //! | [`usage`] | the token ledger |
 //! | [`interrupt`] | the step-boundary interrupt flag |
-//! | [`ui`] | where text, tool lines and notices go |
+//! | [`events`] | where text, tool lines and notices go |
 //! | [`config`] | flags and environment, resolved |
 //! | [`cli`] | the `nanohermes` commands and exit codes |
 //! | [`repl`] | `nanohermes` alone: the interactive mode and its commands |

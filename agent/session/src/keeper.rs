@@ -1,10 +1,10 @@
-//! The `Ui` decorator that keeps `run`'s and the interactive mode's
+//! The `RunEvents` decorator that keeps `run`'s and the interactive mode's
 //! session.
 
 use super::{Appender, Opened};
-use nanohermes_core::ui::Ui;
+use nanohermes_core::events::RunEvents;
 
-/// A `Ui` that also keeps the session: every checkpoint writes the
+/// A `RunEvents` that also keeps the session: every checkpoint writes the
 /// history (system message left out: it is rebuilt on load), the usage
 /// so far and the surfaced tools, through an [`Appender`].
 pub struct Keeper<U> {
@@ -17,7 +17,7 @@ pub struct Keeper<U> {
 /// tools the model found), at each checkpoint.
 pub type SurfacedNames = Box<dyn Fn() -> Vec<String> + Send + Sync>;
 
-impl<U: Ui> Keeper<U> {
+impl<U: RunEvents> Keeper<U> {
     /// Wraps `inner`, writing `opened`'s file.
     pub fn new(inner: U, opened: &Opened) -> Keeper<U> {
         Keeper {
@@ -32,7 +32,7 @@ impl<U: Ui> Keeper<U> {
         self.surfaced = Some(surfaced);
     }
 
-    /// The wrapped `Ui`.
+    /// The wrapped `RunEvents`.
     pub fn inner(&mut self) -> &mut U {
         &mut self.inner
     }
@@ -53,7 +53,7 @@ impl<U: Ui> Keeper<U> {
     }
 }
 
-impl<U: Ui> Ui for Keeper<U> {
+impl<U: RunEvents> RunEvents for Keeper<U> {
     fn text(&mut self, delta: &str) {
         self.inner.text(delta);
     }

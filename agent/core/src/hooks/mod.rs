@@ -45,8 +45,8 @@ use anyhow::Context as _;
 use regex::Regex;
 use serde_json::{Map, Value, json};
 
+use crate::events::RunEvents;
 use crate::toolbox::ToolFacts;
-use crate::ui::Ui;
 use nanohermes_config::{HookEvent, HookGroup, Mode};
 use nanohermes_llm::ToolCall;
 use verdict::Verdict;
@@ -197,7 +197,11 @@ impl Hooks {
     /// Runs `SessionStart` (first call only) and `UserPromptSubmit` for
     /// `prompt`. Returns the text to send (the prompt plus what the hooks
     /// added), or why a hook blocked it.
-    pub async fn before_prompt(&mut self, prompt: &str, ui: &mut dyn Ui) -> Result<String, String> {
+    pub async fn before_prompt(
+        &mut self,
+        prompt: &str,
+        ui: &mut dyn RunEvents,
+    ) -> Result<String, String> {
         let mut context = Vec::new();
         if !self.session_started {
             self.session_started = true;
@@ -228,7 +232,7 @@ impl Hooks {
     }
 
     /// Runs the `Stop` hooks; their failures become notices.
-    pub async fn after_run(&self, ui: &mut dyn Ui) {
+    pub async fn after_run(&self, ui: &mut dyn RunEvents) {
         let mut event = self.event(HookEvent::Stop);
         event.insert("stop_hook_active".into(), false.into());
         for command in self.matching(HookEvent::Stop, &[]) {

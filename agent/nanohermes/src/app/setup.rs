@@ -6,7 +6,7 @@ use std::io::IsTerminal as _;
 
 use crate::config::{Config, DEFAULT_API_KEY_ENV, Options};
 use nanohermes_config::{self as sources, ConfigSources, Loaded};
-use nanohermes_core::ui::{TerminalUi, Ui};
+use nanohermes_core::events::{RunEvents, TerminalUi};
 
 /// A loaded configuration and what it was loaded from.
 #[derive(Debug, Clone)]

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use super::table::table;
 use crate::config::Config;
+use nanohermes_core::events::{RunEvents, TerminalUi};
 use nanohermes_core::policy::Policy;
-use nanohermes_core::ui::{TerminalUi, Ui};
 use nanohermes_hub::{Hub, HubConfig};
 
 /// What the hub's own tools (`tool_search`, the resource and prompt

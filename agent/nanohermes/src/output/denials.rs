@@ -7,13 +7,13 @@
 
 use serde_json::{Value, json};
 
+use nanohermes_core::events::RunEvents;
 use nanohermes_core::policy::Mode;
 use nanohermes_core::policy::approval::{DENIED, is_unanswered};
 use nanohermes_core::transcript::Transcript;
-use nanohermes_core::ui::Ui;
 use nanohermes_llm::{ToolCall, Usage};
 
-/// A `Ui` that notes the denied calls: those nobody could approve, and
+/// A `RunEvents` that notes the denied calls: those nobody could approve, and
 /// those the user answered no.
 pub struct Unanswered<U> {
     inner: U,
@@ -21,7 +21,7 @@ pub struct Unanswered<U> {
     denials: Vec<Value>,
 }
 
-impl<U: Ui> Unanswered<U> {
+impl<U: RunEvents> Unanswered<U> {
     /// Wraps `inner`.
     pub fn new(inner: U) -> Unanswered<U> {
         Unanswered {
@@ -43,7 +43,7 @@ impl<U: Ui> Unanswered<U> {
     }
 }
 
-impl<U: Ui> Ui for Unanswered<U> {
+impl<U: RunEvents> RunEvents for Unanswered<U> {
     fn text(&mut self, delta: &str) {
         self.inner.text(delta);
     }

@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use super::{ApiClock, RunReport, notice_to_stderr, result_event, write_line};
-use nanohermes_core::ui::{Ui, tool_line};
+use nanohermes_core::events::{RunEvents, tool_line};
 use nanohermes_llm::ToolCall;
 
 /// Keeps stdout for the result object; tool lines and notices go to
@@ -34,7 +34,7 @@ impl JsonUi {
     }
 }
 
-impl Ui for JsonUi {
+impl RunEvents for JsonUi {
     fn text(&mut self, _delta: &str) {}
 
     fn tool_call(&mut self, call: &ToolCall, result: &str) {

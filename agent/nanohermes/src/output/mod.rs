@@ -1,5 +1,5 @@
 //! What `nanohermes run --output-format` prints: `text` (the model's text
-//! on stdout, [`nanohermes_core::ui::TerminalUi`]), `json` (one result object at the
+//! on stdout, [`nanohermes_core::events::TerminalUi`]), `json` (one result object at the
 //! end, [`JsonUi`]) or `stream-json` (one event per line in the shape
 //! Claude Code's `--output-format stream-json` uses, [`StreamJsonUi`]).
 //!
@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use nanohermes_core::agent::Outcome;
-use nanohermes_core::ui::{TerminalUi, Ui};
+use nanohermes_core::events::{RunEvents, TerminalUi};
 use nanohermes_core::usage::UsageLedger;
 use nanohermes_llm::Usage;
 
@@ -65,7 +65,7 @@ impl RunOutput {
     }
 
     /// The events go here.
-    pub fn ui(&mut self) -> &mut dyn Ui {
+    pub fn ui(&mut self) -> &mut dyn RunEvents {
         match self {
             RunOutput::Text(ui) => ui,
             RunOutput::Json(ui) => ui,
@@ -152,7 +152,7 @@ pub struct RunReport {
 }
 
 /// Adds up the time from each step's start to its model turn's end: the
-/// step boundary ([`Ui::checkpoint`]) starts it, [`Ui::turn_end`] stops it.
+/// step boundary ([`RunEvents::checkpoint`]) starts it, [`RunEvents::turn_end`] stops it.
 #[derive(Debug, Default)]
 struct ApiClock {
     since: Option<std::time::Instant>,

@@ -9,7 +9,7 @@ use std::io::Write;
 use serde_json::{Map, Value, json};
 
 use super::{ApiClock, RunReport, notice_to_stderr, request_usage, result_event, write_line};
-use nanohermes_core::ui::Ui;
+use nanohermes_core::events::RunEvents;
 use nanohermes_hub::{Hub, ServerState};
 use nanohermes_llm::{ToolCall, Usage};
 
@@ -126,7 +126,7 @@ impl StreamJsonUi {
     }
 }
 
-impl Ui for StreamJsonUi {
+impl RunEvents for StreamJsonUi {
     fn text(&mut self, delta: &str) {
         self.text.push_str(delta);
     }

@@ -22,9 +22,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::cli::EXIT_INTERRUPTED;
 use crate::config::{Config, Rules};
 use nanohermes_core::agent::{Agent, Outcome};
+use nanohermes_core::events::RunEvents;
 use nanohermes_core::interrupt::Interrupt;
 use nanohermes_core::policy::approval::Approvals;
-use nanohermes_core::ui::Ui;
 use nanohermes_hub::Hub;
 use nanohermes_session::{self as session, Keeper, SessionArgs};
 

@@ -1,4 +1,4 @@
-//! The interactive mode's `Ui`: the model's text streamed to stdout, one
+//! The interactive mode's `RunEvents`: the model's text streamed to stdout, one
 //! line per tool call and the notices on stderr, a spinner on stderr while
 //! the model or the tools are working. Colours and the spinner only when
 //! stderr is a terminal, and no colour when `NO_COLOR` is set.
@@ -7,8 +7,8 @@ use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use nanohermes_core::events::{RunEvents, tool_line};
 use nanohermes_core::policy::approval::{Answer, Prompter, TerminalPrompter};
-use nanohermes_core::ui::{Ui, tool_line};
 use nanohermes_llm::ToolCall;
 
 const DIM: &str = "\x1b[2m";
@@ -86,7 +86,7 @@ impl Prompter for ReplPrompter {
     }
 }
 
-/// The terminal `Ui` of the interactive mode.
+/// The terminal `RunEvents` of the interactive mode.
 #[derive(Debug)]
 pub struct ReplUi {
     style: Style,
@@ -99,7 +99,7 @@ pub struct ReplUi {
 }
 
 impl ReplUi {
-    /// A `Ui` for `style`.
+    /// A `RunEvents` for `style`.
     pub fn new(style: Style) -> ReplUi {
         ReplUi {
             style,
@@ -157,7 +157,7 @@ impl ReplUi {
     }
 }
 
-/// Draws a frame every 100 ms while the spinner runs; ends with its `Ui`.
+/// Draws a frame every 100 ms while the spinner runs; ends with its `RunEvents`.
 fn spawn_spinner(spin: Weak<Mutex<Spin>>) {
     std::thread::spawn(move || {
         let mut frame = 0;
@@ -178,7 +178,7 @@ fn spawn_spinner(spin: Weak<Mutex<Spin>>) {
     });
 }
 
-impl Ui for ReplUi {
+impl RunEvents for ReplUi {
     fn text(&mut self, delta: &str) {
         self.stop();
         let mut out = std::io::stdout().lock();

@@ -11,7 +11,7 @@ use rmcp::service::RoleServer;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use nanohermes_core::ui::Ui;
+use nanohermes_core::events::RunEvents;
 use nanohermes_llm::ToolCall;
 use nanohermes_session::Appender;
 
@@ -37,7 +37,7 @@ impl ProgressTarget {
     }
 }
 
-/// The `Ui` of a run served over MCP.
+/// The `RunEvents` of a run served over MCP.
 pub struct ServeUi {
     notes: mpsc::UnboundedSender<(f64, String)>,
     last_step: Arc<Mutex<String>>,
@@ -90,7 +90,7 @@ impl ServeUi {
     }
 }
 
-impl Ui for ServeUi {
+impl RunEvents for ServeUi {
     fn text(&mut self, _delta: &str) {}
 
     fn tool_call(&mut self, _call: &ToolCall, _result: &str) {}

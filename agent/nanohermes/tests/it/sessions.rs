@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use nanohermes_core::agent::{Agent, AgentConfig, Outcome};
 use nanohermes_core::compaction::CompactionConfig;
+use nanohermes_core::events::RunEvents;
 use nanohermes_core::transcript::Transcript;
-use nanohermes_core::ui::Ui;
 use nanohermes_llm::Client;
 use nanohermes_session::{self as session, Keeper, Opened, SessionArgs};
 use serde_json::{Value, json};
@@ -28,7 +28,7 @@ struct Snapshot {
     messages: usize,
 }
 
-/// The `Ui` a [`Keeper`] wraps: it sees each checkpoint after the file
+/// The `RunEvents` a [`Keeper`] wraps: it sees each checkpoint after the file
 /// was written.
 struct Snapshots {
     path: PathBuf,
@@ -36,7 +36,7 @@ struct Snapshots {
     inner: Capture,
 }
 
-impl Ui for Snapshots {
+impl RunEvents for Snapshots {
     fn text(&mut self, delta: &str) {
         self.inner.text(delta);
     }

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use nanohermes_config::{BuiltinName, Origin, ServerSpec, StdioSpec, Transport};
 use nanohermes_core::agent::{Agent, AgentConfig};
-use nanohermes_core::ui::{Ui, tool_line};
+use nanohermes_core::events::{RunEvents, tool_line};
 use nanohermes_hub::{Hub, HubConfig};
 use nanohermes_llm::{Client, ModelSettings, RetryPolicy, ToolCall};
 
@@ -103,7 +103,7 @@ pub fn agent_with(
     Agent::new(client, hub, "You are NanoHermes, in a test.", parts)
 }
 
-/// A [`Ui`] that keeps everything it is told.
+/// A [`RunEvents`] that keeps everything it is told.
 #[derive(Debug, Default)]
 pub struct Capture {
     pub text: String,
@@ -111,7 +111,7 @@ pub struct Capture {
     pub notices: Vec<String>,
 }
 
-impl Ui for Capture {
+impl RunEvents for Capture {
     fn text(&mut self, delta: &str) {
         self.text.push_str(delta);
     }

@@ -1,5 +1,7 @@
 //! Where the loop reports what happens: streamed text, one line per tool
-//! call, notices. The terminal implementation writes the model's text to
+//! call, notices, usage, step boundaries, and the checkpoints where the
+//! history is valid (a session keeper writes its file there, so this sink
+//! is also how sessions are saved). The terminal implementation writes the model's text to
 //! stdout and everything else to stderr, so `nanohermes run … > answer.txt`
 //! keeps only the answer.
 
@@ -11,7 +13,7 @@ use crate::transcript::Transcript;
 use nanohermes_llm::{ToolCall, Usage};
 
 /// Receives the events of a run.
-pub trait Ui: Send {
+pub trait RunEvents: Send {
     /// A piece of the model's text, as it streams.
     fn text(&mut self, delta: &str);
     /// A tool call finished with `result` (reported in call order).
@@ -22,7 +24,7 @@ pub trait Ui: Send {
     fn turn_end(&mut self) {}
     /// One model request's token usage (`None` when the server reported
     /// none), reported as an increment after its turn ends and before
-    /// [`Ui::step`].
+    /// [`RunEvents::step`].
     fn usage(&mut self, _usage: Option<Usage>) {}
     /// Step `step` (1-based) is about to run `calls` (empty when the model
     /// answered without tools). `nanohermes serve` turns this into one
@@ -38,9 +40,9 @@ pub trait Ui: Send {
     fn settled(&mut self) {}
 }
 
-/// A borrowed `Ui` is a `Ui` (so decorators such as the session keeper
+/// A borrowed `RunEvents` is a `RunEvents` (so decorators such as the session keeper
 /// can wrap whichever one a command picked).
-impl<U: Ui + ?Sized> Ui for &mut U {
+impl<U: RunEvents + ?Sized> RunEvents for &mut U {
     fn text(&mut self, delta: &str) {
         (**self).text(delta);
     }
@@ -86,7 +88,7 @@ impl TerminalUi {
     }
 }
 
-impl Ui for TerminalUi {
+impl RunEvents for TerminalUi {
     fn text(&mut self, delta: &str) {
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(delta.as_bytes());
