@@ -290,11 +290,11 @@ impl fmt::Display for Violation {
                 let allowed = if allowed.is_empty() {
                     "no workspace crate".to_owned()
                 } else {
-                    allowed.join(", ")
+                    format!("{} only", allowed.join(", "))
                 };
                 write!(
                     f,
-                    "forbidden edge {from} → {to} ({kind}): {from} may depend on {allowed} only; rule: {why}"
+                    "forbidden edge {from} → {to} ({kind}): {from} may depend on {allowed}; rule: {why}"
                 )
             }
             Violation::Unclassified { package } => write!(
