@@ -274,6 +274,7 @@ mod tests {
             true
         ));
         assert!(!path_matches("servers/<name>/", "servers/git/src/", true));
+        assert!(!path_matches("servers/git/", "vendor/servers/git/", true));
         assert!(path_matches(
             "tests/it/hooks.rs",
             "agent/tests/it/hooks.rs",

@@ -88,7 +88,9 @@ pub fn report(ws: &Workspace) -> Result<SizeReport> {
             }
         }
     }
-    report.long_files.sort_by_key(|f| std::cmp::Reverse(f.lines));
+    report
+        .long_files
+        .sort_by_key(|f| std::cmp::Reverse(f.lines));
     report.long_fns.sort_by_key(|f| std::cmp::Reverse(f.lines));
     Ok(report)
 }
