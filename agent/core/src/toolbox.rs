@@ -4,7 +4,7 @@
 //! The loop depends on this trait, not on the MCP hub, so its contract is
 //! stated in three methods, plus two with defaults: [`ToolBox::refresh`]
 //! (the step boundary, where a server's changed tool list is applied) and
-//! [`ToolBox::unknown_tool`]. [`nanohermes_hub::Hub`] implements it.
+//! [`ToolBox::unknown_tool`]. The MCP client (`nanohermes-hub`) implements it.
 
 use std::future::Future;
 

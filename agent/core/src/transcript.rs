@@ -6,7 +6,7 @@
 //! O(n²) in its length. A message is encoded once, when it is added or
 //! changed; a request copies those bytes ([`nanohermes_llm::JsonList`]), and a
 //! session file compares serial numbers to append only what is new
-//! ([`nanohermes_session::Appender`]). The only ways to change the history are
+//! (a session's `Appender`). The only ways to change the history are
 //! the methods here, so an encoding can never go stale.
 
 use std::ops::{Deref, Range};

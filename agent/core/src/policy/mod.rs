@@ -2,7 +2,7 @@
 //!
 //! Listing a tool to the model is advertising; this check is the gate
 //! (DESIGN invariant 4). The hub declares only what [`Policy::allows`]
-//! ([`nanohermes_hub::Hub::offer_only`]), and [`Policy::check`] gates every
+//! (the hub's `Hub::offer_only`), and [`Policy::check`] gates every
 //! call again, because a model may call a tool from memory after it was
 //! filtered out. Three rules, strongest first (the seed article's order):
 //!
@@ -10,7 +10,7 @@
 //!    external servers too: [`Mode::Plan`] runs only read-only tools,
 //!    [`Mode::Debug`] read-only tools and the built-in shell server. A tool
 //!    counts as read-only only when its server says so (`readOnlyHint`)
-//!    and the hub believes that server ([`nanohermes_hub::trusted_annotations`]);
+//!    and the hub believes that server (the hub's `trusted_annotations`);
 //!    a tool without annotations is not read-only;
 //! 2. `deny` patterns: a match never runs, whatever `allow` says;
 //! 3. `allow` patterns: when set, only matching tools run.

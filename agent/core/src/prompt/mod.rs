@@ -7,7 +7,7 @@
 //! home and every directory down to the workspace (or a fallback name such
 //! as CLAUDE.md), NANOHERMES.md, and skills ([`skills`]), which are only
 //! listed here (name and description) and loaded in full by the `skill`
-//! tool ([`nanohermes_hub::skills`]).
+//! tool (the hub's `skill` meta-tool).
 
 pub mod guidance;
 pub mod skills;
