@@ -29,13 +29,15 @@ use super::tasks::TaskStore;
 use super::tools::TaskTools;
 use super::workspaces::Workspaces;
 use crate::app::{RunParts, assemble};
+use crate::config::Rules;
 use nanohermes_config::Mode;
-use nanohermes_core::agent::{AgentConfig, Outcome};
+use nanohermes_core::agent::{Agent, AgentConfig, Outcome};
 use nanohermes_core::hooks::{self, Hooks};
 use nanohermes_core::interrupt::Interrupt;
 use nanohermes_core::policy::approval::Answer;
 use nanohermes_core::prompt;
-use nanohermes_session::{self as sessions, Appender, SessionFile, SessionStore};
+use nanohermes_core::usage::UsageLedger;
+use nanohermes_session::{self as sessions, Appender, SessionFile, SessionStore, SessionUsage};
 
 /// The key of the one input request an approval puts in a result.
 const APPROVAL_KEY: &str = "approval";
@@ -173,24 +175,9 @@ impl AgentServer {
                 })?),
             };
         let store = SessionStore::of(&workspace);
-        let (session, earlier) = match &args.session_id {
-            // On the blocking pool: a session file a repository planted as
-            // a FIFO must not hold a runtime worker.
-            Some(id) => match load_session(&store, id).await.map_err(fail)? {
-                Some(file) => (id.clone(), file),
-                None => {
-                    return Err(fail(format!(
-                        "no session {id} in workspace {}; omit session_id to start one",
-                        workspace.display()
-                    )));
-                }
-            },
-            None => {
-                let id = sessions::new_id();
-                let fresh = SessionFile::new(&id, &workspace);
-                (id, fresh)
-            }
-        };
+        let (session, earlier) = open_session(&store, &workspace, args.session_id.as_deref())
+            .await
+            .map_err(fail)?;
         let claim = SessionClaim::take(&self.0, &session).map_err(fail)?;
         // A host that gives up on a task whose workspace is still being
         // set up (its servers starting) gets its request back.
@@ -206,19 +193,7 @@ impl AgentServer {
             return Err(fail(reason));
         }
 
-        let mut rules = runtime.config.rules.clone();
-        if let Some(mode) = mode {
-            if mode.permissiveness() > rules.mode.permissiveness() {
-                return Err(fail(format!(
-                    "mode {} allows more than this server's mode {}; a task may only narrow it \
-                     (start `nanohermes serve --mode {}` to allow it)",
-                    mode.name(),
-                    rules.mode.name(),
-                    mode.name()
-                )));
-            }
-            rules.mode = mode;
-        }
+        let rules = narrowed_rules(&runtime.config.rules, mode).map_err(fail)?;
         let policy = rules.policy();
         let mut sandbox = runtime.config.hub.sandbox.clone();
         if matches!(rules.mode, Mode::Plan | Mode::Debug) {
@@ -258,7 +233,7 @@ impl AgentServer {
             interrupt: interrupt.clone(),
             hooks,
         };
-        let mut agent = assemble(
+        let agent = assemble(
             &runtime.config,
             client,
             tools,
@@ -269,35 +244,8 @@ impl AgentServer {
 
         let target = ProgressTarget::default();
         let last_step = Arc::new(Mutex::new("starting".to_owned()));
-        let mut ui = ServeUi::new(target.clone(), last_step.clone(), Some(writer));
-        let task = args.task;
-        let id = session.clone();
-        let join = tokio::spawn(async move {
-            let result = agent.run(&task, &mut ui).await;
-            let usage = RunUsage::from(agent.usage());
-            let mut session_usage = nanohermes_core::usage::UsageLedger::from(usage_before);
-            session_usage.absorb(agent.usage());
-            ui.finish(agent.transcript(), session_usage);
-            drop(claim);
-            match result {
-                Ok(summary) => RunTaskOutput {
-                    status: match summary.outcome {
-                        Outcome::Done => RunStatus::Completed,
-                        Outcome::Interrupted => RunStatus::Interrupted,
-                        Outcome::IterationLimit => RunStatus::IterationLimit,
-                    },
-                    final_text: summary.final_text,
-                    iterations: summary.iterations as u64,
-                    tool_calls: summary.tool_calls as u64,
-                    usage,
-                    session_id: id,
-                },
-                Err(e) => RunTaskOutput {
-                    usage,
-                    ..RunTaskOutput::error(format!("the model request failed: {e}"), &id)
-                },
-            }
-        });
+        let ui = ServeUi::new(target.clone(), last_step.clone(), Some(writer));
+        let join = spawn_run(agent, ui, args.task, session.clone(), usage_before, claim);
         Ok(Started {
             run: Run {
                 join,
@@ -588,4 +536,83 @@ impl ServerHandler for AgentServer {
             .cancel(&request.task_id)
             .map_err(|e| McpError::invalid_params(e, None))
     }
+}
+
+/// The session a task continues (`id`, read on the blocking pool: a
+/// session file a repository planted as a FIFO must not hold a runtime
+/// worker), or a new one.
+async fn open_session(
+    store: &SessionStore,
+    workspace: &std::path::Path,
+    id: Option<&str>,
+) -> Result<(String, SessionFile), String> {
+    let Some(id) = id else {
+        let id = sessions::new_id();
+        let fresh = SessionFile::new(&id, workspace);
+        return Ok((id, fresh));
+    };
+    match load_session(store, id).await? {
+        Some(file) => Ok((id.to_owned(), file)),
+        None => Err(format!(
+            "no session {id} in workspace {}; omit session_id to start one",
+            workspace.display()
+        )),
+    }
+}
+
+/// The server's rules with a task's `mode`, which may only narrow them.
+fn narrowed_rules(rules: &Rules, mode: Option<Mode>) -> Result<Rules, String> {
+    let mut rules = rules.clone();
+    if let Some(mode) = mode {
+        if mode.permissiveness() > rules.mode.permissiveness() {
+            return Err(format!(
+                "mode {} allows more than this server's mode {}; a task may only narrow it \
+                 (start `nanohermes serve --mode {}` to allow it)",
+                mode.name(),
+                rules.mode.name(),
+                mode.name()
+            ));
+        }
+        rules.mode = mode;
+    }
+    Ok(rules)
+}
+
+/// Runs `task` on its own tokio task and turns the end into `run_task`'s
+/// output; the session's usage (earlier tasks' `usage_before` and this
+/// one's) is written with the final history, then `claim` is let go.
+fn spawn_run(
+    mut agent: Agent<TaskTools>,
+    mut ui: ServeUi,
+    task: String,
+    id: String,
+    usage_before: SessionUsage,
+    claim: SessionClaim,
+) -> JoinHandle<RunTaskOutput> {
+    tokio::spawn(async move {
+        let result = agent.run(&task, &mut ui).await;
+        let usage = RunUsage::from(agent.usage());
+        let mut session_usage = UsageLedger::from(usage_before);
+        session_usage.absorb(agent.usage());
+        ui.finish(agent.transcript(), session_usage);
+        drop(claim);
+        match result {
+            Ok(summary) => RunTaskOutput {
+                status: match summary.outcome {
+                    Outcome::Done => RunStatus::Completed,
+                    Outcome::Interrupted => RunStatus::Interrupted,
+                    Outcome::IterationLimit => RunStatus::IterationLimit,
+                },
+                final_text: summary.final_text,
+                iterations: summary.iterations as u64,
+                tool_calls: summary.tool_calls as u64,
+                usage,
+                session_id: id,
+            },
+            Err(e) => RunTaskOutput {
+                usage,
+                ..RunTaskOutput::error(format!("the model request failed: {e}"), &id)
+            },
+        }
+    })
 }
