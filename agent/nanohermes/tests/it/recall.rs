@@ -418,3 +418,30 @@ async fn memory_true_recalls_under_run_task() {
     assert!(system.contains("Tests run with cargo nextest"), "{system}");
     let _ = client.cancel().await;
 }
+
+/// The distiller's kinds are exactly the memory server's: a kind the loop
+/// accepts but `memory_save` refuses would lose the memory.
+#[test]
+fn the_distillers_kinds_are_the_memory_servers() {
+    use nanohermes_core::recall::MemoryKind;
+    let schema = serde_json::to_value(schemars::schema_for!(Kind)).unwrap();
+    let mut servers: Vec<String> = schema["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    servers.sort();
+    let mut ours: Vec<String> = servers
+        .iter()
+        .map(|name| {
+            let kind: MemoryKind = serde_json::from_value(json!(name)).unwrap();
+            assert_eq!(kind.as_str(), name);
+            serde_json::from_value::<Kind>(json!(kind.as_str())).unwrap();
+            kind.as_str().to_owned()
+        })
+        .collect();
+    ours.sort();
+    assert_eq!(ours, servers);
+    assert_eq!(servers.len(), 4);
+}
