@@ -79,7 +79,7 @@ impl Hosted for Builtin {
     /// The longest a call to this server's tools can take before the tool
     /// stops itself (with an answer that says so), or `None` when its tools
     /// have no such bound. The hub's own timeout sits above it
-    /// ([`super::call_timeout_over`]).
+    /// (the hub's `call_timeout_over`).
     fn max_call_time(self) -> Option<Duration> {
         match self {
             // run_command's longest timeout, then the grace it gives the

@@ -17,7 +17,7 @@
 //! so a call is never parted from its results. A context-length refusal
 //! compacts too, and the request is retried once.
 //!
-//! With recall on ([`Agent::with_recall`]) and the memory server offered,
+//! With recall on ([`AgentParts::recall`]) and the memory server offered,
 //! the memories matching the user's text are the system message's marked
 //! block before the user message is added, and a completed turn that used
 //! tools is distilled into new memories ([`crate::recall`]).

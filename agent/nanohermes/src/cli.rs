@@ -2,7 +2,7 @@
 //! `nanohermes run "TASK"`, `nanohermes tools`, `nanohermes mcp …` and
 //! `nanohermes serve`.
 //!
-//! Every command loads the configuration the same way ([`setup::load`]):
+//! Every command loads the configuration the same way ([`crate::app::load`]):
 //! the user's config, a trusted project's files, the environment, the
 //! flags. Exit codes: 0 when the model finished, 1 on an error (one line on
 //! stderr, no backtrace), 2 on a usage or configuration error (a

@@ -21,7 +21,7 @@ pub struct Setup {
 
 /// Loads the configuration for a command; `needs_model` is false for
 /// commands that never talk to the model. A [`sources::ConfigError`] comes
-/// back inside the `anyhow::Error`, so [`super::main`] can exit 2.
+/// back inside the `anyhow::Error`, so `cli::main` can exit 2.
 pub fn load(options: &Options, needs_model: bool) -> anyhow::Result<Setup> {
     let workspace = options.workspace()?;
     let sources = ConfigSources::from_process(workspace.clone(), options.overrides()?);
