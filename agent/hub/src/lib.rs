@@ -36,7 +36,7 @@
 //!   when a server's tools changed, from each tool's input
 //!   schema, sanitised on its own ([`schema::sanitize`]): no `$schema`, no
 //!   `$ref`/`$defs`, an object root with `properties`; then trimmed by
-//!   [`compact::compact`] (no `null` alternative on optional properties, no
+//!   [`trim::trim`] (no `null` alternative on optional properties, no
 //!   Rust-type formats nor an integer's zero minimum), since every
 //!   request carries every declaration.
 //! - **Tool list changes** (`tools/list_changed`) only set a flag; the loop
@@ -114,7 +114,6 @@
 
 pub mod agents;
 pub mod auth;
-pub mod compact;
 mod connect;
 mod crash;
 mod declarations;
@@ -136,6 +135,7 @@ mod start;
 mod status;
 mod stream_first;
 mod toolbox;
+pub mod trim;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -518,7 +518,7 @@ impl Hub {
             "function": {
                 "name": name,
                 "description": description,
-                "parameters": compact::compact(&sanitized.schema),
+                "parameters": trim::trim(&sanitized.schema),
             }
         }));
         self.by_name
