@@ -341,7 +341,7 @@ impl Hub {
             let Some((_, server)) = self.by_name.get(&tool.name) else {
                 continue;
             };
-            let instructions = self.servers[*server]
+            let instructions = self.connections[*server]
                 .watch()
                 .and_then(|(peer, _, _)| peer.peer_info())
                 .and_then(|info| info.instructions.clone());

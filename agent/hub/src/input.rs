@@ -6,7 +6,7 @@
 //! - 2026-07-28 (MRTR): the server answers `tools/call` with an
 //!   `InputRequiredResult` (`inputRequests`, opaque `requestState`); the hub
 //!   fulfils the requests ([`fulfil`]) and sends the call again, with a new
-//!   JSON-RPC id, the responses and the state echoed verbatim (server.rs).
+//!   JSON-RPC id, the responses and the state echoed verbatim (connection.rs).
 //!
 //! Who answers is an [`Elicitor`] given in [`super::HubConfig`]; without
 //! one the hub does not declare the `elicitation` capability, so a

@@ -115,6 +115,7 @@
 pub mod agents;
 pub mod auth;
 mod connect;
+mod connection;
 mod crash;
 mod declarations;
 pub mod deferred;
@@ -129,7 +130,6 @@ pub mod resources;
 pub mod result;
 pub mod schema;
 pub mod search;
-mod server;
 pub mod skills;
 mod start;
 mod status;
@@ -156,6 +156,7 @@ pub use agents::{
     AGENT_DEPTH_VAR, AGENT_LIST, DEFAULT_MAX_AGENT_DEPTH, RUN_TASK, ServeCommand, SubagentModel,
     SubagentTally, agent_depth, depth_refusal, is_nanohermes_serve, may_mount_subagents,
 };
+pub use connection::MAX_RESTARTS;
 pub use deferred::{DeferConfig, DeferredTool, Surfaced, TOOL_SEARCH};
 pub use era::Era;
 pub use late::DEFAULT_CONNECT_WAIT;
@@ -163,13 +164,12 @@ pub use nanohermes_builtins::{Builtin, BuiltinOptions};
 pub use plan::oauth_settings;
 pub use plan::trusted_annotations;
 pub use refresh::{REFRESH_TIMEOUT, no_longer_offered};
-pub use server::MAX_RESTARTS;
 pub use start::HubConfig;
 pub use status::{ServerState, ServerStatus};
 
+use connection::Connection;
 use names::NameTable;
 use plan::ToolFilter;
-use server::Server;
 
 /// How long a tool call may go without an answer or a progress
 /// notification when the spec does not say (`tool_timeout_sec`).
@@ -249,14 +249,16 @@ impl ToolInfo {
 /// The running servers and their merged tools. `Send + Sync`: share it as
 /// `Arc<Hub>`.
 pub struct Hub {
-    servers: Vec<Server>,
-    /// Per server, in `servers` order.
+    /// One per started server: the client side, restarts included
+    /// (connection.rs).
+    connections: Vec<Connection>,
+    /// Per server, in `connections` order.
     call_timeouts: Vec<Duration>,
-    /// Per server, in `servers` order: which of its tools may be called.
+    /// Per server, in `connections` order: which of its tools may be called.
     filters: Vec<ToolFilter>,
     tools: Vec<ToolInfo>,
     declarations: declarations::Declarations,
-    /// Model name → (index in `tools`, index in `servers`).
+    /// Model name → (index in `tools`, index in `connections`).
     by_name: HashMap<String, (usize, usize)>,
     warnings: Vec<String>,
     max_output: usize,
@@ -286,7 +288,7 @@ impl Hub {
             .map(|status| {
                 let mut status = status.clone();
                 if let ServerState::Running { tools, .. } = status.state
-                    && let Some(server) = self.servers.iter().find(|s| s.name() == status.name)
+                    && let Some(server) = self.connections.iter().find(|s| s.name() == status.name)
                 {
                     status.state = if server.is_running() {
                         ServerState::Running {
@@ -316,8 +318,8 @@ impl Hub {
         tool: &str,
         arguments: Map<String, Value>,
     ) -> anyhow::Result<CallToolResult> {
-        let Some(i) = self.servers.iter().position(|s| s.name() == server) else {
-            let running: Vec<&str> = self.servers.iter().map(Server::name).collect();
+        let Some(i) = self.connections.iter().position(|s| s.name() == server) else {
+            let running: Vec<&str> = self.connections.iter().map(Connection::name).collect();
             bail!(
                 "no running server named {server}; running: {}",
                 if running.is_empty() {
@@ -330,7 +332,7 @@ impl Hub {
         if let Some(why) = self.filters[i].refusal(server, tool) {
             bail!("{why}");
         }
-        self.servers[i]
+        self.connections[i]
             .call_result(tool, arguments, self.call_timeouts[i], self.max_output)
             .await
             .map_err(|message| {
@@ -378,7 +380,7 @@ impl Hub {
 
     /// The call timeout of server `name`, if it is running.
     pub fn call_timeout(&self, name: &str) -> Option<Duration> {
-        let i = self.servers.iter().position(|s| s.name() == name)?;
+        let i = self.connections.iter().position(|s| s.name() == name)?;
         Some(self.call_timeouts[i])
     }
 
@@ -415,7 +417,7 @@ impl Hub {
     /// Whether server `name` started and its connection is open now. A
     /// server found dead is restarted by its next call (see the module docs).
     pub fn is_running(&self, name: &str) -> bool {
-        self.servers
+        self.connections
             .iter()
             .any(|server| server.name() == name && server.is_running())
     }
@@ -460,7 +462,7 @@ impl Hub {
         } else {
             mcp_tools::CallGrants::none()
         };
-        let answer = self.servers[*server]
+        let answer = self.connections[*server]
             .call_granted(
                 raw_name,
                 arguments,
@@ -470,7 +472,7 @@ impl Hub {
             )
             .await;
         if !builtin && raw_name == RUN_TASK {
-            return self.agents.note(self.servers[*server].name(), answer);
+            return self.agents.note(self.connections[*server].name(), answer);
         }
         answer
     }
@@ -483,7 +485,7 @@ impl Hub {
 
     /// Closes every server; child processes exit.
     pub async fn shutdown(self) {
-        join_all(self.servers.iter().map(Server::shutdown)).await;
+        join_all(self.connections.iter().map(Connection::shutdown)).await;
     }
 
     fn add_tool(

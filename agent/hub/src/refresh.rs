@@ -245,7 +245,7 @@ impl Hub {
         }
         let listings = std::mem::take(&mut self.catalog.listings);
         for (server_idx, listing) in listings.iter().enumerate() {
-            let server = self.servers[server_idx].name().to_string();
+            let server = self.connections[server_idx].name().to_string();
             let prefix = listing.prefixed.then_some(server.as_str());
             let mut tools: Vec<&Tool> = listing.tools.iter().collect();
             tools.sort_by(|a, b| a.name.cmp(&b.name));
@@ -262,9 +262,11 @@ impl Hub {
         }
         self.catalog.listings = listings;
 
-        self.catalog.meta = Offered::of(&self.servers);
-        self.declarations
-            .extend(resources::declarations(&self.catalog.meta, &self.servers));
+        self.catalog.meta = Offered::of(&self.connections);
+        self.declarations.extend(resources::declarations(
+            &self.catalog.meta,
+            &self.connections,
+        ));
         self.declarations.extend(skills::declaration(&self.skills));
         if let Some(policy) = &self.catalog.offered {
             let (by_name, tools, meta) = (&self.by_name, &self.tools, &self.catalog.meta);
@@ -309,7 +311,7 @@ impl Hub {
     /// Opens the `subscriptions/listen` streams of 2026-07-28 connections
     /// (see [`listen`]).
     pub(super) fn listen_for_changes(&mut self) {
-        for server in &self.servers {
+        for server in &self.connections {
             if let Some((peer, _, changed)) = server.watch()
                 && let Some(task) = listen(server.name(), &peer, changed)
             {
@@ -338,7 +340,7 @@ impl Hub {
     /// Lists again the tools of the servers that changed or restarted.
     async fn relist(&mut self) -> Vec<String> {
         let due: Vec<_> = self
-            .servers
+            .connections
             .iter()
             .enumerate()
             .filter_map(|(i, server)| {
@@ -362,7 +364,7 @@ impl Hub {
         let mut notices = Vec::new();
         let mut relisted = Vec::new();
         for (i, peer, generation, changed, restarted, tools) in listed {
-            let name = self.servers[i].name().to_string();
+            let name = self.connections[i].name().to_string();
             if restarted && let Some(task) = listen(&name, &peer, changed) {
                 self.catalog.listeners.push(task);
             }
@@ -436,7 +438,7 @@ impl Hub {
     /// Every server's model-facing tool names.
     fn names_by_server(&self) -> HashMap<String, BTreeSet<String>> {
         let mut names: HashMap<String, BTreeSet<String>> = self
-            .servers
+            .connections
             .iter()
             .map(|s| (s.name().to_string(), BTreeSet::new()))
             .collect();

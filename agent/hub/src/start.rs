@@ -176,7 +176,7 @@ impl Hub {
             .map(|spec| spec.name.clone())
             .collect();
         let mut hub = Hub {
-            servers: Vec::new(),
+            connections: Vec::new(),
             call_timeouts: Vec::new(),
             filters: Vec::new(),
             tools: Vec::new(),
@@ -253,7 +253,7 @@ impl Hub {
                     tools: listed,
                     era: server.era(),
                 };
-                self.servers.push(server);
+                self.connections.push(server);
                 self.call_timeouts.push(call_timeout);
                 self.filters.push(filter);
                 self.agents.descriptions.push(spec.description.clone());
