@@ -330,7 +330,7 @@ impl Hub {
         let declared: Vec<&str> = self
             .declarations
             .iter()
-            .map(super::refresh::declaration_name)
+            .map(super::declarations::name)
             .collect();
         let mut listed = Vec::new();
         for tool in &self.tools {

@@ -21,8 +21,9 @@ use rmcp::model::ProtocolVersion;
 use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt as _};
 use rmcp::transport::TokioChildProcess;
 
-use super::connection::{Client, StderrTail, client_config};
+use super::connection::{Client, StderrTail};
 use super::era::{Era, EraCache, PROBE_TIMEOUT};
+use super::handler::client_config;
 use super::input::SharedElicitor;
 use nanohermes_builtins::{Builtin, BuiltinOptions, Hosted as _};
 
@@ -142,11 +143,7 @@ impl Launch {
         match self {
             Launch::InProcess(builtin, ctx, options) => {
                 let client = builtin
-                    .connect(
-                        ctx.clone(),
-                        options.clone(),
-                        super::connection::client_config(None),
-                    )
+                    .connect(ctx.clone(), options.clone(), client_config(None))
                     .await?;
                 let era = era_of(&client);
                 Ok(Link {

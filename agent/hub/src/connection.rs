@@ -21,8 +21,8 @@ use anyhow::Context as _;
 use mcp_tools::CallGrants;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
-    CancelledNotificationParam, ClientCapabilities, ClientConfig, ClientRequest, Implementation,
-    JsonObject, MetaObject, ProtocolVersion, RequestId, RequestMetaObject, ServerResult, Tool,
+    CancelledNotificationParam, ClientRequest, JsonObject, MetaObject, RequestId,
+    RequestMetaObject, ServerResult, Tool,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
 
@@ -30,8 +30,8 @@ use super::connect::{Launch, Link};
 use super::crash;
 pub(crate) use super::crash::StderrTail;
 use super::era::Era;
+use super::handler::{ListChanged, Notified};
 use super::input::{self, MAX_INPUT_ROUNDS, SharedElicitor};
-use super::refresh::{ListChanged, Notified};
 use super::{progress_cap, result};
 
 /// A connected MCP client, whatever the transport.
@@ -39,27 +39,6 @@ pub(crate) type Client = RunningService<RoleClient, Notified>;
 
 /// How many times a dead server is restarted over the hub's life.
 pub const MAX_RESTARTS: u32 = 1;
-
-/// The client handler of a new connection: what the agent says about
-/// itself in `initialize`, and the list-changed flags (refresh.rs, H11).
-///
-/// The version it asks for there is 2025-11-25, the newest that has an
-/// `initialize`: rmcp's `ClientConfig::new` defaults to its latest
-/// (2026-07-28), which removed the handshake, so a strict legacy server
-/// would refuse it. The modern lifecycle takes its versions from the
-/// lifecycle mode (connect.rs), not from here.
-///
-/// It declares form elicitation only when `elicitor` can answer one.
-pub(crate) fn client_config(elicitor: Option<&SharedElicitor>) -> Notified {
-    let mut capabilities = ClientCapabilities::default();
-    capabilities.elicitation = input::capability(elicitor);
-    let mut config = ClientConfig::new(
-        capabilities,
-        Implementation::new("nanohermes", env!("CARGO_PKG_VERSION")),
-    );
-    config.protocol_version = ProtocolVersion::V_2025_11_25;
-    Notified::new(config, elicitor.cloned())
-}
 
 /// The client side of one server: its launch recipe, its current link
 /// and its restarts (see the module docs).

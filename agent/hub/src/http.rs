@@ -17,7 +17,7 @@ use rmcp::transport::streamable_http_client::{
 
 use super::connect::HttpTarget;
 use super::connection::Client;
-use super::refresh::Notified;
+use super::handler::Notified;
 use super::stream_first::StreamFirst;
 use crate::auth::login::login_hint;
 use crate::auth::transport::OAuthHttp;

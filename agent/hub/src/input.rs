@@ -2,7 +2,7 @@
 //! elicitation (a form for the user), in both eras.
 //!
 //! - 2025-11-25: the server sends `elicitation/create` on the connection;
-//!   the hub's client handler ([`super::refresh::Notified`]) answers it.
+//!   the hub's client handler ([`super::handler::Notified`]) answers it.
 //! - 2026-07-28 (MRTR): the server answers `tools/call` with an
 //!   `InputRequiredResult` (`inputRequests`, opaque `requestState`); the hub
 //!   fulfils the requests ([`fulfil`]) and sends the call again, with a new

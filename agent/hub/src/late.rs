@@ -190,7 +190,7 @@ impl Hub {
                     self.deferral.late_servers.push(name.clone());
                     if let Some(server) = self.connections.last()
                         && let Some((peer, _, changed)) = server.watch()
-                        && let Some(task) = super::refresh::listen(&name, &peer, changed)
+                        && let Some(task) = super::handler::listen(&name, &peer, changed)
                     {
                         self.catalog.listeners.push(task);
                     }

@@ -114,12 +114,14 @@
 
 pub mod agents;
 pub mod auth;
+mod catalog;
 mod connect;
 mod connection;
 mod crash;
 mod declarations;
 pub mod deferred;
 pub mod era;
+mod handler;
 mod http;
 pub mod input;
 mod late;
@@ -156,6 +158,7 @@ pub use agents::{
     AGENT_DEPTH_VAR, AGENT_LIST, DEFAULT_MAX_AGENT_DEPTH, RUN_TASK, ServeCommand, SubagentModel,
     SubagentTally, agent_depth, depth_refusal, is_nanohermes_serve, may_mount_subagents,
 };
+pub use catalog::no_longer_offered;
 pub use connection::MAX_RESTARTS;
 pub use deferred::{DeferConfig, DeferredTool, Surfaced, TOOL_SEARCH};
 pub use era::Era;
@@ -163,7 +166,7 @@ pub use late::DEFAULT_CONNECT_WAIT;
 pub use nanohermes_builtins::{Builtin, BuiltinOptions};
 pub use plan::oauth_settings;
 pub use plan::trusted_annotations;
-pub use refresh::{REFRESH_TIMEOUT, no_longer_offered};
+pub use refresh::REFRESH_TIMEOUT;
 pub use start::HubConfig;
 pub use status::{ServerState, ServerStatus};
 
@@ -265,8 +268,8 @@ pub struct Hub {
     /// Every configured server in configuration order, for [`Hub::status`].
     statuses: Vec<ServerStatus>,
     /// Listings, meta-tools and removed tools, for rebuilding the table
-    /// when a server's tools change (refresh.rs).
-    catalog: refresh::Catalog,
+    /// when a server's tools change (catalog.rs).
+    catalog: catalog::Catalog,
     /// The skills the `skill` meta-tool offers ([`skills`]).
     skills: Vec<nanohermes_core::prompt::Skill>,
     /// Subagent descriptions and what `agent_list` lists ([`agents`]).
@@ -551,7 +554,7 @@ impl Hub {
 
     fn unknown_tool(&self, name: &str) -> String {
         if let Some(server) = self.catalog.removed(name) {
-            return refresh::no_longer_offered(name, server);
+            return catalog::no_longer_offered(name, server);
         }
         let mut listed: Vec<&str> = self
             .tools
