@@ -12,6 +12,25 @@
 //! string the model sees; [`Hub::call_raw`] and [`Hub::status`] serve
 //! `nanohermes mcp`.
 //!
+//! Where things are (private modules; the public ones document themselves):
+//! - *Connections.* `connection.rs`: a `Connection` is the client side of
+//!   one server: its launch recipe, its current `Link` (one live MCP
+//!   session), its calls and the restart-once rule; `crash.rs` says why it
+//!   died. `connect.rs` opens a link (in-process, stdio child, or HTTP:
+//!   `http.rs`, `stream_first.rs`) in the right era ([`era`]).
+//!   `handler.rs`: `Notified`, the rmcp `ClientHandler` of every link (who
+//!   the agent is, elicitation through [`input`], list-changed flags).
+//! - *Catalog.* `catalog.rs`: the tool table (`Catalog`: each server's last
+//!   listing) and `Hub::rebuild`, which names ([`names`]), sanitises
+//!   ([`schema`]), trims ([`trim`]) and declares (`declarations.rs`) every
+//!   tool, defers ([`deferred`]) and adds the meta-tools; and
+//!   [`Hub::facts`], what the permission gate knows of a tool.
+//!   `refresh.rs`: the step-boundary refresh, [`Hub::refresh`].
+//! - *Start.* `start.rs` ([`HubConfig`], [`Hub::start`]), `plan.rs` (from a
+//!   [`ServerSpec`] to a launch recipe), `late.rs` (servers still
+//!   connecting), `status.rs`; `toolbox.rs` adapts the hub to core's
+//!   `ToolBox`.
+//!
 //! Contract:
 //! - **Startup fails only on a `required` server.** A server that cannot
 //!   start, or does not finish its handshake and `tools/list` within its
@@ -27,7 +46,8 @@
 //! - **Names.** Built-in tools keep their plain names (`read_file`); an
 //!   external server's tools are `SERVER__TOOL`. Every name matches
 //!   `^[a-zA-Z0-9_-]{1,64}$` and starts with a letter; a longer one is cut and
-//!   ends in an FNV-1a hash of the raw name. A collision keeps the first tool's
+//!   ends in a 32-bit FNV-1a hash of the raw name ([`names::fnv1a_32`], the
+//!   hub's one hash, which also keys the era cache). A collision keeps the first tool's
 //!   name and gives the later one `_2`, `_3`, ... with a warning; no tool is
 //!   dropped. The order is fixed: built-ins in configuration order, then
 //!   external servers in configuration order, each server's tools sorted by
@@ -41,7 +61,8 @@
 //!   request carries every declaration.
 //! - **Tool list changes** (`tools/list_changed`) only set a flag; the loop
 //!   calls [`Hub::refresh`] at each step boundary, which lists that
-//!   server's tools again and rebuilds the declarations (refresh.rs). A
+//!   server's tools again and rebuilds the declarations (refresh.rs,
+//!   catalog.rs). A
 //!   failed listing keeps the old tools (one notice); a removed tool
 //!   answers `ERROR: tool X is no longer offered by server S`.
 //! - **Resources and prompts** reach the model through four read-only
@@ -90,9 +111,10 @@
 //!   `(details: ...)`. The next call restarts it (once in the hub's life) and goes
 //!   through. After a second death every call returns `ERROR: server NAME is
 //!   not running (REASON); it was already restarted once and stays down`.
-//!   Other servers are not affected. Each connection has a generation: a
-//!   failure that arrives from an old connection after the restart never
-//!   marks the new one down (its call says the server was restarted since).
+//!   Other servers are not affected. Each restart opens a new link with a
+//!   new generation: a failure that arrives from an old link after the
+//!   restart never marks the new one down (its call says the server was
+//!   restarted since; connection.rs).
 //! - **No call waits for another.** Calls take no lock across an await;
 //!   calls to one server are multiplexed on its connection, calls to
 //!   different servers run in parallel. Only a restart serialises, and only
