@@ -19,11 +19,10 @@
 //! - A tool that a refresh removed answers
 //!   `ERROR: tool X is no longer offered by server S`.
 //! - Eras: on a 2025-11-25 (`initialize`) connection the notification
-//!   arrives unasked, in
-//! [`Notified::on_tool_list_changed`](super::handler::Notified). A 2026-07-28
-//!   connection sends it only on a `subscriptions/listen` stream, so the
-//!   hub opens one per such connection that advertises `listChanged`
-//!   ([`listen`]); a server without that capability is still listed again
+//!   arrives unasked, in the handler's `on_tool_list_changed`. A
+//!   2026-07-28 connection sends it only on a `subscriptions/listen`
+//!   stream, so the hub opens one per such connection that advertises
+//!   `listChanged` ([`listen`](super::handler::listen)); a server without that capability is still listed again
 //!   after each restart.
 //! - Resource and prompt lists are not cached here: the meta-tools
 //!   ([`super::resources`]) list them live on every call (rmcp's response
