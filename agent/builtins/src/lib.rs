@@ -96,8 +96,8 @@ impl Hosted for Builtin {
 
     /// The tools the server lists, read from its committed schema document
     /// (`schemas/NAME.json`) instead of from a running server, so the hub
-    /// can declare them without starting it (server.rs, "Started on first
-    /// use"). Each server's schema test keeps the document equal to what
+    /// can declare them without starting it (the hub's connection.rs,
+    /// `Connection::unstarted`). Each server's schema test keeps the document equal to what
     /// its code lists, and `the_committed_listing_is_what_each_builtin_lists`
     /// checks it under every option that reaches a built-in.
     fn listed_tools(self) -> anyhow::Result<Vec<rmcp::model::Tool>> {

@@ -330,7 +330,7 @@ impl Hub {
         let declared: Vec<&str> = self
             .declarations
             .iter()
-            .map(super::refresh::declaration_name)
+            .map(super::declarations::name)
             .collect();
         let mut listed = Vec::new();
         for tool in &self.tools {
@@ -341,7 +341,7 @@ impl Hub {
             let Some((_, server)) = self.by_name.get(&tool.name) else {
                 continue;
             };
-            let instructions = self.servers[*server]
+            let instructions = self.connections[*server]
                 .watch()
                 .and_then(|(peer, _, _)| peer.peer_info())
                 .and_then(|info| info.instructions.clone());

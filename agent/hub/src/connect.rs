@@ -21,21 +21,23 @@ use rmcp::model::ProtocolVersion;
 use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt as _};
 use rmcp::transport::TokioChildProcess;
 
+use super::connection::{Client, StderrTail};
 use super::era::{Era, EraCache, PROBE_TIMEOUT};
+use super::handler::client_config;
 use super::input::SharedElicitor;
-use super::server::{Client, StderrTail, client_config};
 use nanohermes_builtins::{Builtin, BuiltinOptions, Hosted as _};
 
-/// One live connection: the client, its era and, for a child process, the
-/// tree it leads, killed when the connection is replaced, shut down or
-/// dropped.
-pub(crate) struct Connection {
+/// One live link to a server (one MCP session): the client, its era and,
+/// for a child process, the tree it leads, killed when the link is
+/// replaced, shut down or dropped. A [`Connection`](super::connection::Connection)
+/// holds one at a time and replaces it on a restart.
+pub(crate) struct Link {
     pub(crate) client: Client,
     pub(crate) tree: Option<ProcessTree>,
     pub(crate) era: Era,
 }
 
-impl Connection {
+impl Link {
     /// Closes the session (a child gets EOF on stdin, then SIGTERM, then
     /// SIGKILL: rmcp's graceful shutdown of the leader), then kills what is
     /// left of its tree (grandchildren, daemons that left the group).
@@ -137,18 +139,14 @@ impl Launch {
         name: &str,
         stderr: &Arc<StderrTail>,
         elicitor: Option<&SharedElicitor>,
-    ) -> anyhow::Result<Connection> {
+    ) -> anyhow::Result<Link> {
         match self {
             Launch::InProcess(builtin, ctx, options) => {
                 let client = builtin
-                    .connect(
-                        ctx.clone(),
-                        options.clone(),
-                        super::server::client_config(None),
-                    )
+                    .connect(ctx.clone(), options.clone(), client_config(None))
                     .await?;
                 let era = era_of(&client);
-                Ok(Connection {
+                Ok(Link {
                     client,
                     tree: None,
                     era,
@@ -162,7 +160,7 @@ impl Launch {
                         .serve_with_lifecycle(transport, mode)
                         .await?;
                     let era = era_of(&client);
-                    anyhow::Ok(Connection {
+                    anyhow::Ok(Link {
                         client,
                         tree: Some(tree),
                         era,
@@ -172,7 +170,7 @@ impl Launch {
                     EraHint::Modern => start(modern()).await,
                     EraHint::Legacy => start(ClientLifecycleMode::Initialize).await,
                     EraHint::Cached(cache, key) => {
-                        let connection = match cache.get(key) {
+                        let link = match cache.get(key) {
                             Some(Era::Modern) => match start(modern()).await {
                                 Err(e) if says_legacy(&e) => start(auto()).await?,
                                 other => other?,
@@ -197,8 +195,8 @@ impl Launch {
                                 }
                             }
                         };
-                        cache.remember(key, connection.era);
-                        Ok(connection)
+                        cache.remember(key, link.era);
+                        Ok(link)
                     }
                 }
             }
@@ -206,7 +204,7 @@ impl Launch {
                 let start = |mode| async move {
                     let client = super::http::serve(target, client_config(elicitor), mode).await?;
                     let era = era_of(&client);
-                    anyhow::Ok(Connection {
+                    anyhow::Ok(Link {
                         client,
                         tree: None,
                         era,
@@ -214,11 +212,11 @@ impl Launch {
                 };
                 // An HTTP server always answers, so `Auto` never waits for
                 // a silent one; the cache only saves the probe round trip.
-                let connection = match hint {
+                let link = match hint {
                     EraHint::Modern => start(modern()).await?,
                     EraHint::Legacy => start(ClientLifecycleMode::Initialize).await?,
                     EraHint::Cached(cache, key) => {
-                        let connection = match cache.get(key) {
+                        let link = match cache.get(key) {
                             Some(Era::Legacy) => match start(ClientLifecycleMode::Initialize).await
                             {
                                 Ok(c) => c,
@@ -226,11 +224,11 @@ impl Launch {
                             },
                             _ => start(auto()).await?,
                         };
-                        cache.remember(key, connection.era);
-                        connection
+                        cache.remember(key, link.era);
+                        link
                     }
                 };
-                Ok(connection)
+                Ok(link)
             }
         }
     }

@@ -43,6 +43,15 @@ impl DerefMut for Declarations {
     }
 }
 
+/// `function.name` of an OpenAI tool declaration.
+pub(crate) fn name(declaration: &Value) -> &str {
+    declaration
+        .get("function")
+        .and_then(|f| f.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

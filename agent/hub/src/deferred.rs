@@ -208,10 +208,10 @@ impl Deferral {
         };
         let holds: Vec<bool> = declarations
             .iter()
-            .map(|declaration| hold(super::refresh::declaration_name(declaration)))
+            .map(|declaration| hold(super::declarations::name(declaration)))
             .collect();
         for (declaration, &hold) in declarations.iter().zip(&holds) {
-            let name = super::refresh::declaration_name(declaration);
+            let name = super::declarations::name(declaration);
             if !hold && tool(name).is_some() {
                 self.shown.insert(name.to_owned());
             }
@@ -222,7 +222,7 @@ impl Deferral {
         let mut kept = Vec::new();
         if holds.contains(&true) {
             for (declaration, hold) in declarations.drain(..).zip(holds) {
-                match tool(super::refresh::declaration_name(&declaration)) {
+                match tool(super::declarations::name(&declaration)) {
                     Some(info) if hold => deferred.push((info, declaration)),
                     _ => kept.push(declaration),
                 }

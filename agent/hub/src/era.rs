@@ -14,6 +14,8 @@ use std::time::Duration;
 use rmcp::model::ProtocolVersion;
 use serde::{Deserialize, Serialize};
 
+use super::names::fnv1a_32;
+
 /// How long a first start waits for an answer to `server/discover` before
 /// treating the server as legacy (the spec's fallback on a timeout). Short,
 /// because a legacy server that ignores the probe would otherwise cost this
@@ -102,16 +104,16 @@ fn write(path: &Path, file: &CacheFile) -> std::io::Result<()> {
     mcp_tools::atomic::write_atomic(path, &bytes, mcp_tools::DEFAULT_FILE_MODE)
 }
 
-/// The key of one server configuration: a 64-bit FNV-1a hash of what
-/// decides what runs (program, arguments, environment, directory, URL), so
-/// an edited entry is probed again.
+/// The key of one server configuration: the hub's one FNV-1a hash
+/// ([`fnv1a_32`], the one that shortens tool names) of what decides what
+/// runs (program, arguments, environment, directory, URL), so an edited
+/// entry is probed again. Keys were 64-bit (16 hex digits) before
+/// 2026-12; an entry under an old key is simply never found, so that
+/// server is probed once more and remembered under its new key.
+/// A collision between two configurations costs no more than a wrong
+/// first handshake, which is probed again (connect.rs).
 pub(crate) fn config_key(description: &str) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in description.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{hash:016x}")
+    format!("{:08x}", fnv1a_32(description.as_bytes()))
 }
 
 #[cfg(test)]
@@ -136,6 +138,6 @@ mod tests {
     #[test]
     fn keys_differ_per_configuration() {
         assert_ne!(config_key("a b"), config_key("a  b"));
-        assert_eq!(config_key("x").len(), 16);
+        assert_eq!(config_key("x").len(), 8);
     }
 }

@@ -16,8 +16,8 @@ use rmcp::transport::streamable_http_client::{
 };
 
 use super::connect::HttpTarget;
-use super::refresh::Notified;
-use super::server::Client;
+use super::connection::Client;
+use super::handler::Notified;
 use super::stream_first::StreamFirst;
 use crate::auth::login::login_hint;
 use crate::auth::transport::OAuthHttp;

@@ -2,11 +2,11 @@
 //! elicitation (a form for the user), in both eras.
 //!
 //! - 2025-11-25: the server sends `elicitation/create` on the connection;
-//!   the hub's client handler ([`super::refresh::Notified`]) answers it.
+//!   the hub's client handler ([`super::handler::Notified`]) answers it.
 //! - 2026-07-28 (MRTR): the server answers `tools/call` with an
 //!   `InputRequiredResult` (`inputRequests`, opaque `requestState`); the hub
 //!   fulfils the requests ([`fulfil`]) and sends the call again, with a new
-//!   JSON-RPC id, the responses and the state echoed verbatim (server.rs).
+//!   JSON-RPC id, the responses and the state echoed verbatim (connection.rs).
 //!
 //! Who answers is an [`Elicitor`] given in [`super::HubConfig`]; without
 //! one the hub does not declare the `elicitation` capability, so a

@@ -17,8 +17,8 @@ use std::time::Duration;
 use rmcp::model::Tool;
 use tokio::task::JoinHandle;
 
+use super::connection::Connection;
 use super::plan::{Planned, ToolFilter};
-use super::server::Server;
 use super::status::{ServerState, ServerStatus};
 use super::{Hub, HubConfig};
 use nanohermes_config::ServerSpec;
@@ -33,7 +33,7 @@ pub(crate) type Meta = (bool, bool, Duration, ToolFilter, String);
 
 /// How one server's start ended: its connection and first listing, or
 /// the warning for the user.
-pub(crate) type Outcome = Result<((Server, Vec<Tool>), Meta), String>;
+pub(crate) type Outcome = Result<((Connection, Vec<Tool>), Meta), String>;
 
 /// A server whose start had not finished when the hub was made.
 pub(crate) struct PendingServer {
@@ -76,7 +76,7 @@ pub(crate) fn spawn_start(planned: Planned) -> JoinHandle<Outcome> {
             .then(|| planned.launch.listed_tools())
             .flatten();
         if let Some(tools) = known {
-            let server = Server::unstarted(
+            let server = Connection::unstarted(
                 planned.name,
                 planned.launch,
                 planned.startup_timeout,
@@ -84,7 +84,7 @@ pub(crate) fn spawn_start(planned: Planned) -> JoinHandle<Outcome> {
             );
             return Ok(((server, tools), meta));
         }
-        Server::start(
+        Connection::start(
             planned.name,
             planned.launch,
             planned.startup_timeout,
@@ -188,9 +188,9 @@ impl Hub {
                 Some(failure) => failure,
                 None => {
                     self.deferral.late_servers.push(name.clone());
-                    if let Some(server) = self.servers.last()
+                    if let Some(server) = self.connections.last()
                         && let Some((peer, _, changed)) = server.watch()
-                        && let Some(task) = super::refresh::listen(&name, &peer, changed)
+                        && let Some(task) = super::handler::listen(&name, &peer, changed)
                     {
                         self.catalog.listeners.push(task);
                     }

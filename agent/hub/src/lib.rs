@@ -12,6 +12,25 @@
 //! string the model sees; [`Hub::call_raw`] and [`Hub::status`] serve
 //! `nanohermes mcp`.
 //!
+//! Where things are (private modules; the public ones document themselves):
+//! - *Connections.* `connection.rs`: a `Connection` is the client side of
+//!   one server: its launch recipe, its current `Link` (one live MCP
+//!   session), its calls and the restart-once rule; `crash.rs` says why it
+//!   died. `connect.rs` opens a link (in-process, stdio child, or HTTP:
+//!   `http.rs`, `stream_first.rs`) in the right era ([`era`]).
+//!   `handler.rs`: `Notified`, the rmcp `ClientHandler` of every link (who
+//!   the agent is, elicitation through [`input`], list-changed flags).
+//! - *Catalog.* `catalog.rs`: the tool table (`Catalog`: each server's last
+//!   listing) and `Hub::rebuild`, which names ([`names`]), sanitises
+//!   ([`schema`]), trims ([`trim`]) and declares (`declarations.rs`) every
+//!   tool, defers ([`deferred`]) and adds the meta-tools; and
+//!   [`Hub::facts`], what the permission gate knows of a tool.
+//!   `refresh.rs`: the step-boundary refresh, [`Hub::refresh`].
+//! - *Start.* `start.rs` ([`HubConfig`], [`Hub::start`]), `plan.rs` (from a
+//!   [`ServerSpec`] to a launch recipe), `late.rs` (servers still
+//!   connecting), `status.rs`; `toolbox.rs` adapts the hub to core's
+//!   `ToolBox`.
+//!
 //! Contract:
 //! - **Startup fails only on a `required` server.** A server that cannot
 //!   start, or does not finish its handshake and `tools/list` within its
@@ -27,7 +46,8 @@
 //! - **Names.** Built-in tools keep their plain names (`read_file`); an
 //!   external server's tools are `SERVER__TOOL`. Every name matches
 //!   `^[a-zA-Z0-9_-]{1,64}$` and starts with a letter; a longer one is cut and
-//!   ends in an FNV-1a hash of the raw name. A collision keeps the first tool's
+//!   ends in a 32-bit FNV-1a hash of the raw name ([`names::fnv1a_32`], the
+//!   hub's one hash, which also keys the era cache). A collision keeps the first tool's
 //!   name and gives the later one `_2`, `_3`, ... with a warning; no tool is
 //!   dropped. The order is fixed: built-ins in configuration order, then
 //!   external servers in configuration order, each server's tools sorted by
@@ -36,12 +56,13 @@
 //!   when a server's tools changed, from each tool's input
 //!   schema, sanitised on its own ([`schema::sanitize`]): no `$schema`, no
 //!   `$ref`/`$defs`, an object root with `properties`; then trimmed by
-//!   [`compact::compact`] (no `null` alternative on optional properties, no
+//!   [`trim::trim`] (no `null` alternative on optional properties, no
 //!   Rust-type formats nor an integer's zero minimum), since every
 //!   request carries every declaration.
 //! - **Tool list changes** (`tools/list_changed`) only set a flag; the loop
 //!   calls [`Hub::refresh`] at each step boundary, which lists that
-//!   server's tools again and rebuilds the declarations (refresh.rs). A
+//!   server's tools again and rebuilds the declarations (refresh.rs,
+//!   catalog.rs). A
 //!   failed listing keeps the old tools (one notice); a removed tool
 //!   answers `ERROR: tool X is no longer offered by server S`.
 //! - **Resources and prompts** reach the model through four read-only
@@ -90,9 +111,10 @@
 //!   `(details: ...)`. The next call restarts it (once in the hub's life) and goes
 //!   through. After a second death every call returns `ERROR: server NAME is
 //!   not running (REASON); it was already restarted once and stays down`.
-//!   Other servers are not affected. Each connection has a generation: a
-//!   failure that arrives from an old connection after the restart never
-//!   marks the new one down (its call says the server was restarted since).
+//!   Other servers are not affected. Each restart opens a new link with a
+//!   new generation: a failure that arrives from an old link after the
+//!   restart never marks the new one down (its call says the server was
+//!   restarted since; connection.rs).
 //! - **No call waits for another.** Calls take no lock across an await;
 //!   calls to one server are multiplexed on its connection, calls to
 //!   different servers run in parallel. Only a restart serialises, and only
@@ -114,12 +136,14 @@
 
 pub mod agents;
 pub mod auth;
-pub mod compact;
+mod catalog;
 mod connect;
+mod connection;
 mod crash;
 mod declarations;
 pub mod deferred;
 pub mod era;
+mod handler;
 mod http;
 pub mod input;
 mod late;
@@ -130,12 +154,12 @@ pub mod resources;
 pub mod result;
 pub mod schema;
 pub mod search;
-mod server;
 pub mod skills;
 mod start;
 mod status;
 mod stream_first;
 mod toolbox;
+pub mod trim;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -156,20 +180,21 @@ pub use agents::{
     AGENT_DEPTH_VAR, AGENT_LIST, DEFAULT_MAX_AGENT_DEPTH, RUN_TASK, ServeCommand, SubagentModel,
     SubagentTally, agent_depth, depth_refusal, is_nanohermes_serve, may_mount_subagents,
 };
+pub use catalog::no_longer_offered;
+pub use connection::MAX_RESTARTS;
 pub use deferred::{DeferConfig, DeferredTool, Surfaced, TOOL_SEARCH};
 pub use era::Era;
 pub use late::DEFAULT_CONNECT_WAIT;
 pub use nanohermes_builtins::{Builtin, BuiltinOptions};
 pub use plan::oauth_settings;
 pub use plan::trusted_annotations;
-pub use refresh::{REFRESH_TIMEOUT, no_longer_offered};
-pub use server::MAX_RESTARTS;
+pub use refresh::REFRESH_TIMEOUT;
 pub use start::HubConfig;
 pub use status::{ServerState, ServerStatus};
 
+use connection::Connection;
 use names::NameTable;
 use plan::ToolFilter;
-use server::Server;
 
 /// How long a tool call may go without an answer or a progress
 /// notification when the spec does not say (`tool_timeout_sec`).
@@ -249,22 +274,24 @@ impl ToolInfo {
 /// The running servers and their merged tools. `Send + Sync`: share it as
 /// `Arc<Hub>`.
 pub struct Hub {
-    servers: Vec<Server>,
-    /// Per server, in `servers` order.
+    /// One per started server: the client side, restarts included
+    /// (connection.rs).
+    connections: Vec<Connection>,
+    /// Per server, in `connections` order.
     call_timeouts: Vec<Duration>,
-    /// Per server, in `servers` order: which of its tools may be called.
+    /// Per server, in `connections` order: which of its tools may be called.
     filters: Vec<ToolFilter>,
     tools: Vec<ToolInfo>,
     declarations: declarations::Declarations,
-    /// Model name → (index in `tools`, index in `servers`).
+    /// Model name → (index in `tools`, index in `connections`).
     by_name: HashMap<String, (usize, usize)>,
     warnings: Vec<String>,
     max_output: usize,
     /// Every configured server in configuration order, for [`Hub::status`].
     statuses: Vec<ServerStatus>,
     /// Listings, meta-tools and removed tools, for rebuilding the table
-    /// when a server's tools change (refresh.rs).
-    catalog: refresh::Catalog,
+    /// when a server's tools change (catalog.rs).
+    catalog: catalog::Catalog,
     /// The skills the `skill` meta-tool offers ([`skills`]).
     skills: Vec<nanohermes_core::prompt::Skill>,
     /// Subagent descriptions and what `agent_list` lists ([`agents`]).
@@ -286,7 +313,7 @@ impl Hub {
             .map(|status| {
                 let mut status = status.clone();
                 if let ServerState::Running { tools, .. } = status.state
-                    && let Some(server) = self.servers.iter().find(|s| s.name() == status.name)
+                    && let Some(server) = self.connections.iter().find(|s| s.name() == status.name)
                 {
                     status.state = if server.is_running() {
                         ServerState::Running {
@@ -316,8 +343,8 @@ impl Hub {
         tool: &str,
         arguments: Map<String, Value>,
     ) -> anyhow::Result<CallToolResult> {
-        let Some(i) = self.servers.iter().position(|s| s.name() == server) else {
-            let running: Vec<&str> = self.servers.iter().map(Server::name).collect();
+        let Some(i) = self.connections.iter().position(|s| s.name() == server) else {
+            let running: Vec<&str> = self.connections.iter().map(Connection::name).collect();
             bail!(
                 "no running server named {server}; running: {}",
                 if running.is_empty() {
@@ -330,7 +357,7 @@ impl Hub {
         if let Some(why) = self.filters[i].refusal(server, tool) {
             bail!("{why}");
         }
-        self.servers[i]
+        self.connections[i]
             .call_result(tool, arguments, self.call_timeouts[i], self.max_output)
             .await
             .map_err(|message| {
@@ -378,7 +405,7 @@ impl Hub {
 
     /// The call timeout of server `name`, if it is running.
     pub fn call_timeout(&self, name: &str) -> Option<Duration> {
-        let i = self.servers.iter().position(|s| s.name() == name)?;
+        let i = self.connections.iter().position(|s| s.name() == name)?;
         Some(self.call_timeouts[i])
     }
 
@@ -415,7 +442,7 @@ impl Hub {
     /// Whether server `name` started and its connection is open now. A
     /// server found dead is restarted by its next call (see the module docs).
     pub fn is_running(&self, name: &str) -> bool {
-        self.servers
+        self.connections
             .iter()
             .any(|server| server.name() == name && server.is_running())
     }
@@ -460,7 +487,7 @@ impl Hub {
         } else {
             mcp_tools::CallGrants::none()
         };
-        let answer = self.servers[*server]
+        let answer = self.connections[*server]
             .call_granted(
                 raw_name,
                 arguments,
@@ -470,7 +497,7 @@ impl Hub {
             )
             .await;
         if !builtin && raw_name == RUN_TASK {
-            return self.agents.note(self.servers[*server].name(), answer);
+            return self.agents.note(self.connections[*server].name(), answer);
         }
         answer
     }
@@ -483,7 +510,7 @@ impl Hub {
 
     /// Closes every server; child processes exit.
     pub async fn shutdown(self) {
-        join_all(self.servers.iter().map(Server::shutdown)).await;
+        join_all(self.connections.iter().map(Connection::shutdown)).await;
     }
 
     fn add_tool(
@@ -518,7 +545,7 @@ impl Hub {
             "function": {
                 "name": name,
                 "description": description,
-                "parameters": compact::compact(&sanitized.schema),
+                "parameters": trim::trim(&sanitized.schema),
             }
         }));
         self.by_name
@@ -549,7 +576,7 @@ impl Hub {
 
     fn unknown_tool(&self, name: &str) -> String {
         if let Some(server) = self.catalog.removed(name) {
-            return refresh::no_longer_offered(name, server);
+            return catalog::no_longer_offered(name, server);
         }
         let mut listed: Vec<&str> = self
             .tools

@@ -59,7 +59,10 @@ pub fn is_valid_server_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
-/// 32-bit FNV-1a: small, stable across runs and platforms.
+/// 32-bit FNV-1a: small, stable across runs and platforms. The hub's one
+/// hash: it shortens tool names here and keys the era cache
+/// ([`super::era`]). Its output is part of the tool names a model and a
+/// user's `allow`/`deny` rules see, so it must never change.
 pub fn fnv1a_32(bytes: &[u8]) -> u32 {
     let mut hash: u32 = 0x811c_9dc5;
     for byte in bytes {

@@ -28,7 +28,7 @@ use rmcp::model::{
 use rmcp::service::ServiceError;
 use serde_json::{Map, Value, json};
 
-use super::server::Server;
+use super::connection::Connection;
 use super::{Hub, result};
 use nanohermes_core::toolbox::ToolFacts;
 
@@ -62,7 +62,7 @@ pub(crate) struct Offered {
 
 impl Offered {
     /// Asks each running server's advertised capabilities.
-    pub(crate) fn of(servers: &[Server]) -> Offered {
+    pub(crate) fn of(servers: &[Connection]) -> Offered {
         let mut offered = Offered::default();
         for (i, server) in servers.iter().enumerate() {
             let Some(info) = server.watch().and_then(|(peer, _, _)| peer.peer_info()) else {
@@ -90,7 +90,7 @@ impl Offered {
 
 /// The declarations of the meta-tools `offered` calls for; `server` is an
 /// enum of the servers that offer the kind.
-pub(crate) fn declarations(offered: &Offered, servers: &[Server]) -> Vec<Value> {
+pub(crate) fn declarations(offered: &Offered, servers: &[Connection]) -> Vec<Value> {
     let names =
         |indices: &[usize]| -> Vec<&str> { indices.iter().map(|i| servers[*i].name()).collect() };
     let mut out = Vec::new();
@@ -206,7 +206,7 @@ impl Hub {
         let listed = || {
             offering
                 .iter()
-                .map(|i| self.servers[*i].name())
+                .map(|i| self.connections[*i].name())
                 .collect::<Vec<_>>()
                 .join(", ")
         };
@@ -219,7 +219,7 @@ impl Hub {
         offering
             .iter()
             .copied()
-            .find(|i| self.servers[*i].name() == server)
+            .find(|i| self.connections[*i].name() == server)
             .ok_or_else(|| {
                 format!(
                     "ERROR: server {server} offers no {}; servers with {}: {}",
@@ -243,7 +243,7 @@ impl Hub {
             None => self.offering(kind).to_vec(),
         };
         let sections = futures::future::join_all(chosen.into_iter().map(|i| async move {
-            let server = &self.servers[i];
+            let server = &self.connections[i];
             let timeout = self.call_timeouts[i];
             let listed = match kind {
                 Kind::Resources => {
@@ -288,7 +288,7 @@ impl Hub {
                 "ERROR: {READ_RESOURCE} needs `uri`; call {LIST_RESOURCES} to see the URIs"
             );
         };
-        let server = &self.servers[i];
+        let server = &self.connections[i];
         let params = ReadResourceRequestParams::new(uri);
         match request(server, self.call_timeouts[i], |peer| async move {
             peer.read_resource(params).await
@@ -335,7 +335,7 @@ impl Hub {
                 );
             }
         }
-        let server = &self.servers[i];
+        let server = &self.connections[i];
         match request(server, self.call_timeouts[i], |peer| async move {
             match peer.get_prompt_once(params).await? {
                 rmcp::model::GetPromptResponse::Complete(result) => Ok(result),
@@ -357,7 +357,7 @@ impl Hub {
 
 /// Runs one request on `server`'s live connection (restarting a dead
 /// server as a tool call would) within `timeout`; the error is text.
-async fn request<T, F, Fut>(server: &Server, timeout: Duration, send: F) -> Result<T, String>
+async fn request<T, F, Fut>(server: &Connection, timeout: Duration, send: F) -> Result<T, String>
 where
     F: FnOnce(rmcp::service::Peer<rmcp::service::RoleClient>) -> Fut,
     Fut: std::future::Future<Output = Result<T, ServiceError>>,

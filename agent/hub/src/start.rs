@@ -13,7 +13,7 @@ use mcp_tools::{ToolContext, Workspace};
 use super::agents::{self, DEFAULT_MAX_AGENT_DEPTH, agent_depth};
 use super::deferred::{self, DeferConfig};
 use super::status::{self, ServerState, ServerStatus};
-use super::{Hub, declarations, era, input, late, names, plan, refresh};
+use super::{Hub, catalog, declarations, era, input, late, names, plan};
 use nanohermes_config::ServerSpec;
 use nanohermes_core::policy::Policy;
 
@@ -176,7 +176,7 @@ impl Hub {
             .map(|spec| spec.name.clone())
             .collect();
         let mut hub = Hub {
-            servers: Vec::new(),
+            connections: Vec::new(),
             call_timeouts: Vec::new(),
             filters: Vec::new(),
             tools: Vec::new(),
@@ -185,7 +185,7 @@ impl Hub {
             warnings: Vec::new(),
             max_output: config.max_output,
             statuses: Vec::new(),
-            catalog: refresh::Catalog::default(),
+            catalog: catalog::Catalog::default(),
             skills: config.skills.clone(),
             agents: agents::Agents::default(),
             deferral: deferred::Deferral::new(config.deferral.clone(), pinned_servers),
@@ -246,14 +246,14 @@ impl Hub {
                 }
                 tools.retain(|tool| filter.allows(&tool.name));
                 let listed = tools.len();
-                // Named and declared by `rebuild` (refresh.rs).
+                // Named and declared by `rebuild` (catalog.rs).
                 self.catalog.listed(prefixed, trusted, tools);
                 status.where_ = where_;
                 status.state = ServerState::Running {
                     tools: listed,
                     era: server.era(),
                 };
-                self.servers.push(server);
+                self.connections.push(server);
                 self.call_timeouts.push(call_timeout);
                 self.filters.push(filter);
                 self.agents.descriptions.push(spec.description.clone());

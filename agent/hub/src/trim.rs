@@ -1,7 +1,7 @@
 //! Declarations trimmed to what the model needs: every request carries
 //! every tool's schema, so bytes here are paid on every turn.
 //!
-//! [`compact`] runs after [`super::schema::sanitize`] and only removes what
+//! [`trim`] runs after [`super::schema::sanitize`] and only removes what
 //! carries no meaning for a model filling in arguments:
 //!
 //! - on a property that is not `required`, the `null` alternative
@@ -31,13 +31,13 @@ const RUST_FORMATS: &[&str] = &[
 /// Returns `schema` without the parts the model does not need (see the
 /// module docs). The result accepts every value the input accepted, except
 /// an explicit `null` for an optional property.
-pub fn compact(schema: &Value) -> Value {
+pub fn trim(schema: &Value) -> Value {
     let mut out = schema.clone();
-    compact_in_place(&mut out);
+    trim_in_place(&mut out);
     out
 }
 
-fn compact_in_place(schema: &mut Value) {
+fn trim_in_place(schema: &mut Value) {
     let Value::Object(map) = schema else { return };
     if let Some(Value::String(format)) = map.get("format")
         && RUST_FORMATS.contains(&format.as_str())
@@ -61,17 +61,17 @@ fn compact_in_place(schema: &mut Value) {
             if !required.contains(name) {
                 drop_null_alternative(prop);
             }
-            compact_in_place(prop);
+            trim_in_place(prop);
         }
     }
     for key in ["items", "additionalProperties", "not"] {
         if let Some(sub) = map.get_mut(key) {
-            compact_in_place(sub);
+            trim_in_place(sub);
         }
     }
     for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
         if let Some(Value::Array(subs)) = map.get_mut(key) {
-            subs.iter_mut().for_each(compact_in_place);
+            subs.iter_mut().for_each(trim_in_place);
         }
     }
 }
@@ -149,7 +149,7 @@ mod tests {
             "n": {"type": "integer", "description": "d"},
             "kind": {"type": "string", "enum": ["a", "b"], "description": "k"},
         }});
-        assert_eq!(compact(&input), expected);
+        assert_eq!(trim(&input), expected);
     }
 
     #[test]
@@ -161,7 +161,7 @@ mod tests {
         let expected = json!({"type": "object", "properties": {
             "kind": {"type": "string", "enum": ["a", "b"]},
         }});
-        assert_eq!(compact(&input), expected);
+        assert_eq!(trim(&input), expected);
     }
 
     #[test]
@@ -182,7 +182,7 @@ mod tests {
             "e": {"type": "number", "minimum": 0},
             "f": {"type": ["integer", "null"], "maximum": 65535},
         }});
-        assert_eq!(compact(&input), expected);
+        assert_eq!(trim(&input), expected);
     }
 
     #[test]
@@ -190,11 +190,11 @@ mod tests {
         let input = json!({"type": "object", "required": ["n"], "properties": {
             "n": {"type": ["integer", "null"], "default": null},
         }});
-        assert_eq!(compact(&input), input);
+        assert_eq!(trim(&input), input);
     }
 
     #[test]
-    fn nested_items_are_compacted_and_real_formats_kept() {
+    fn nested_items_are_trimmed_and_real_formats_kept() {
         let input = json!({"type": "object", "properties": {
             "todos": {"type": "array", "items": {"type": "object", "properties": {
                 "n": {"type": ["number", "null"], "format": "double"},
@@ -207,6 +207,6 @@ mod tests {
                 "url": {"type": "string", "format": "uri"},
             }}},
         }});
-        assert_eq!(compact(&input), expected);
+        assert_eq!(trim(&input), expected);
     }
 }

@@ -1,15 +1,18 @@
-//! One MCP server the hub talks to: how it starts, the live connection, and
-//! the restart-once rule.
+//! The client side of one MCP server: a [`Connection`] holds how the
+//! server starts ([`Launch`]), its current [`Link`] (one live MCP session:
+//! the rmcp client, its era and, for a child, its process tree; connect.rs),
+//! and the restart-once rule. A restart replaces the link; the connection,
+//! and the hub's index of it, stay.
 //!
-//! A call reads the current connection under a short read lock, clones the
-//! peer handle and releases the lock before sending, so calls never wait on
-//! one another; only a restart takes the write lock, for the swap.
+//! A call reads the current link under a short read lock, clones the peer
+//! handle and releases the lock before sending, so calls never wait on one
+//! another; only a restart takes the write lock, for the swap.
 //!
 //! Death is noticed two ways: a call fails because the transport closed
 //! (that call returns `ERROR: server NAME is not running (...)`), or the next
-//! call finds the connection already closed. The next call after a death
-//! restarts the server once ([`MAX_RESTARTS`]) and, if that works, goes
-//! through; a server that dies again stays down and every call says so.
+//! call finds the link already closed. The next call after a death restarts
+//! the server once ([`MAX_RESTARTS`]) and, if that works, goes through; a
+//! server that dies again stays down and every call says so.
 
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
@@ -18,17 +21,17 @@ use anyhow::Context as _;
 use mcp_tools::CallGrants;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
-    CancelledNotificationParam, ClientCapabilities, ClientConfig, ClientRequest, Implementation,
-    JsonObject, MetaObject, ProtocolVersion, RequestId, RequestMetaObject, ServerResult, Tool,
+    CancelledNotificationParam, ClientRequest, JsonObject, MetaObject, RequestId,
+    RequestMetaObject, ServerResult, Tool,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
 
-use super::connect::{Connection, Launch};
+use super::connect::{Launch, Link};
 use super::crash;
 pub(crate) use super::crash::StderrTail;
 use super::era::Era;
+use super::handler::{ListChanged, Notified};
 use super::input::{self, MAX_INPUT_ROUNDS, SharedElicitor};
-use super::refresh::{ListChanged, Notified};
 use super::{progress_cap, result};
 
 /// A connected MCP client, whatever the transport.
@@ -37,29 +40,9 @@ pub(crate) type Client = RunningService<RoleClient, Notified>;
 /// How many times a dead server is restarted over the hub's life.
 pub const MAX_RESTARTS: u32 = 1;
 
-/// The client handler of a new connection: what the agent says about
-/// itself in `initialize`, and the list-changed flags (refresh.rs, H11).
-///
-/// The version it asks for there is 2025-11-25, the newest that has an
-/// `initialize`: rmcp's `ClientConfig::new` defaults to its latest
-/// (2026-07-28), which removed the handshake, so a strict legacy server
-/// would refuse it. The modern lifecycle takes its versions from the
-/// lifecycle mode (connect.rs), not from here.
-///
-/// It declares form elicitation only when `elicitor` can answer one.
-pub(crate) fn client_config(elicitor: Option<&SharedElicitor>) -> Notified {
-    let mut capabilities = ClientCapabilities::default();
-    capabilities.elicitation = input::capability(elicitor);
-    let mut config = ClientConfig::new(
-        capabilities,
-        Implementation::new("nanohermes", env!("CARGO_PKG_VERSION")),
-    );
-    config.protocol_version = ProtocolVersion::V_2025_11_25;
-    Notified::new(config, elicitor.cloned())
-}
-
-/// One server: its launch recipe and its current connection.
-pub(crate) struct Server {
+/// The client side of one server: its launch recipe, its current link
+/// and its restarts (see the module docs).
+pub(crate) struct Connection {
     name: String,
     launch: Launch,
     startup_timeout: Duration,
@@ -70,27 +53,27 @@ pub(crate) struct Server {
     elicitor: Option<SharedElicitor>,
 }
 
-/// What [`Server::mark_dead`] found.
+/// What [`Connection::mark_dead`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Death {
-    /// The current connection is down, for this reason.
+    /// The current link is down, for this reason.
     Dead(String),
-    /// The failure came from a connection that has since been replaced.
+    /// The failure came from a link that has since been replaced.
     Stale,
 }
 
 struct State {
     /// `None` before the first start of a server started on first use,
     /// and once shut down.
-    connection: Option<Connection>,
+    link: Option<Link>,
     /// `None` until the first start.
     peer: Option<Peer<RoleClient>>,
     /// Declared but not started yet: the first call starts it.
     unstarted: bool,
     /// The hub shut it down: nothing starts it again.
     shut_down: bool,
-    /// Bumped by every restart, so a late failure of an old connection does
-    /// not mark the new one dead.
+    /// Bumped by every restart, so a late failure of an old link does not
+    /// mark the new one dead.
     generation: u64,
     /// Why the server is down, once that is known.
     dead: Option<String>,
@@ -98,7 +81,7 @@ struct State {
     era: Era,
 }
 
-impl Server {
+impl Connection {
     /// Starts the server and lists its tools (following pagination), all
     /// within `startup_timeout`; `elicitor` answers its elicitations. The
     /// error is one line for the hub's warnings.
@@ -107,19 +90,19 @@ impl Server {
         launch: Launch,
         startup_timeout: Duration,
         elicitor: Option<SharedElicitor>,
-    ) -> Result<(Server, Vec<Tool>), String> {
+    ) -> Result<(Connection, Vec<Tool>), String> {
         let stderr = Arc::new(StderrTail::default());
         let started = tokio::time::timeout(startup_timeout, async {
-            let connection = launch.connect(&name, &stderr, elicitor.as_ref()).await?;
-            let tools = connection
+            let link = launch.connect(&name, &stderr, elicitor.as_ref()).await?;
+            let tools = link
                 .client
                 .list_all_tools()
                 .await
                 .context("listing its tools failed")?;
-            anyhow::Ok((connection, tools))
+            anyhow::Ok((link, tools))
         })
         .await;
-        let (connection, tools) = match started {
+        let (link, tools) = match started {
             Ok(Ok(started)) => started,
             Ok(Err(e)) => {
                 let check = crash::check(&launch);
@@ -137,16 +120,16 @@ impl Server {
             }
         };
         let state = State {
-            era: connection.era,
-            peer: Some(connection.client.peer().clone()),
+            era: link.era,
+            peer: Some(link.client.peer().clone()),
             unstarted: false,
             shut_down: false,
-            connection: Some(connection),
+            link: Some(link),
             generation: 0,
             dead: None,
             restarts: 0,
         };
-        let server = Server {
+        let server = Connection {
             name,
             launch,
             startup_timeout,
@@ -160,7 +143,7 @@ impl Server {
 
     /// A server whose tools are already known (a built-in's, from its
     /// committed listing), declared without starting it: the first call,
-    /// or any other request, starts it in [`Server::restart`]'s place and
+    /// or any other request, starts it in [`Connection::restart`]'s place and
     /// without counting as a restart. Why: a run starts faster, keeps less
     /// code in memory and exits sooner by starting only the built-ins its
     /// model calls. Its tool list never changes, so there is nothing to
@@ -171,9 +154,9 @@ impl Server {
         launch: Launch,
         startup_timeout: Duration,
         era: Era,
-    ) -> Server {
+    ) -> Connection {
         let state = State {
-            connection: None,
+            link: None,
             peer: None,
             unstarted: true,
             shut_down: false,
@@ -182,7 +165,7 @@ impl Server {
             restarts: 0,
             era,
         };
-        Server {
+        Connection {
             name,
             launch,
             startup_timeout,
@@ -198,7 +181,7 @@ impl Server {
         &self.name
     }
 
-    /// Whether the connection is open and not known to be dead, or the
+    /// Whether the link is open and not known to be dead, or the
     /// server waits for its first use.
     pub(crate) fn is_running(&self) -> bool {
         self.read().unstarted || self.live_peer().is_some()
@@ -218,7 +201,7 @@ impl Server {
             .await
     }
 
-    /// [`Server::call`] with `grants` in the request's `_meta`.
+    /// [`Connection::call`] with `grants` in the request's `_meta`.
     pub(crate) async fn call_granted(
         &self,
         tool: &str,
@@ -237,7 +220,7 @@ impl Server {
     }
 
     /// Calls `tool` and returns the server's answer as given, or the
-    /// `ERROR: ...` line [`Server::call`] would return.
+    /// `ERROR: ...` line [`Connection::call`] would return.
     pub(crate) async fn call_result(
         &self,
         tool: &str,
@@ -249,7 +232,7 @@ impl Server {
             .await
     }
 
-    /// [`Server::call_result`] with `grants` in the request's `_meta`.
+    /// [`Connection::call_result`] with `grants` in the request's `_meta`.
     async fn call_result_granted(
         &self,
         tool: &str,
@@ -270,7 +253,7 @@ impl Server {
             .await
     }
 
-    /// [`Server::call_result`] on connection `generation`, through `peer`.
+    /// [`Connection::call_result`] on link `generation`, through `peer`.
     /// The timer restarts on each progress notification of this call, up to
     /// [`progress_cap`] in all.
     async fn call_on(
@@ -411,7 +394,7 @@ impl Server {
         answer
     }
 
-    /// The era of the current connection.
+    /// The era of the current link.
     pub(crate) fn era(&self) -> Era {
         self.read().era
     }
@@ -420,14 +403,14 @@ impl Server {
     /// then SIGKILL (rmcp's graceful shutdown), then the rest of its tree
     /// is killed.
     pub(crate) async fn shutdown(&self) {
-        let connection = {
+        let link = {
             let mut state = self.write();
             state.unstarted = false;
             state.shut_down = true;
-            state.connection.take()
+            state.link.take()
         };
-        if let Some(connection) = connection {
-            connection.close().await;
+        if let Some(link) = link {
+            link.close().await;
         }
     }
 
@@ -435,17 +418,17 @@ impl Server {
     fn live_peer(&self) -> Option<(Peer<RoleClient>, u64)> {
         let state = self.read();
         let peer = state.peer.as_ref()?;
-        if state.dead.is_some() || state.connection.is_none() || peer.is_transport_closed() {
+        if state.dead.is_some() || state.link.is_none() || peer.is_transport_closed() {
             return None;
         }
         Some((peer.clone(), state.generation))
     }
 
-    /// Records that connection `generation` died (`during`: " during the
+    /// Records that link `generation` died (`during`: " during the
     /// call to T", or empty), with why: how its process ended, the end of
     /// its stderr, what to check ([`crash`]). A failure from an older
-    /// connection than the current one is [`Death::Stale`] and changes
-    /// nothing: the server was restarted since and the new connection is
+    /// link than the current one is [`Death::Stale`] and changes
+    /// nothing: the server was restarted since and the new link is
     /// not to be marked down for the old one's death.
     async fn mark_dead(&self, generation: u64, during: &str) -> Death {
         // Checked before draining too: the stderr tail belongs to the
@@ -504,7 +487,7 @@ impl Server {
             (None, generation) => match self.mark_dead(generation, "").await {
                 Death::Dead(reason) => reason,
                 // Only a restart bumps the generation, and this is the one
-                // restart running: an old connection died, not this one.
+                // restart running: an old link died, not this one.
                 Death::Stale => "the connection closed".to_string(),
             },
         };
@@ -514,17 +497,17 @@ impl Server {
         self.write().restarts += 1;
         self.stderr.clear();
         let failure = match self.connect_once().await {
-            Ok(connection) => {
-                let peer = connection.client.peer().clone();
+            Ok(link) => {
+                let peer = link.client.peer().clone();
                 let (old, generation) = {
                     let mut state = self.write();
                     state.generation += 1;
                     state.peer = Some(peer.clone());
-                    state.era = connection.era;
+                    state.era = link.era;
                     state.dead = None;
-                    (state.connection.replace(connection), state.generation)
+                    (state.link.replace(link), state.generation)
                 };
-                // Dropping the old connection cancels its service and kills
+                // Dropping the old link cancels its service and kills
                 // what is left of its tree (outside the lock: that reads /proc).
                 drop(old);
                 tracing::info!(server = %self.name, "restarted after: {reason}");
@@ -538,14 +521,14 @@ impl Server {
         Err(self.not_running(&reason))
     }
 
-    /// One connection attempt within the startup timeout; the failure as
+    /// One attempt to connect within the startup timeout; the failure as
     /// one phrase.
-    async fn connect_once(&self) -> Result<Connection, String> {
+    async fn connect_once(&self) -> Result<Link, String> {
         let attempt = self
             .launch
             .connect(&self.name, &self.stderr, self.elicitor.as_ref());
         match tokio::time::timeout(self.startup_timeout, attempt).await {
-            Ok(Ok(connection)) => Ok(connection),
+            Ok(Ok(link)) => Ok(link),
             Ok(Err(e)) => Err(format!("{e:#}")),
             Err(_) => Err(format!(
                 "no answer within {}",
@@ -554,29 +537,29 @@ impl Server {
         }
     }
 
-    /// The first start of an [`unstarted`](Server::unstarted) server
+    /// The first start of an [`unstarted`](Connection::unstarted) server
     /// (under the restart lock). It keeps generation 0, so the hub does not
     /// list tools it already has; a failure leaves the server down, with
     /// the one restart still to come.
     async fn start_first(&self) -> Result<(Peer<RoleClient>, u64), String> {
         let failure = match self.connect_once().await {
-            Ok(connection) => {
-                let peer = connection.client.peer().clone();
+            Ok(link) => {
+                let peer = link.client.peer().clone();
                 let refused = {
                     let mut state = self.write();
                     if state.shut_down {
-                        Some(connection)
+                        Some(link)
                     } else {
                         state.unstarted = false;
                         state.peer = Some(peer.clone());
-                        state.era = connection.era;
-                        state.connection = Some(connection);
+                        state.era = link.era;
+                        state.link = Some(link);
                         None
                     }
                 };
                 // Shut down while it started: close what just started.
-                if let Some(connection) = refused {
-                    connection.close().await;
+                if let Some(link) = refused {
+                    link.close().await;
                     return Err(format!(
                         "ERROR: server {} is not running (the hub was shut down)",
                         self.name
@@ -611,18 +594,18 @@ impl Server {
 }
 
 // For refresh.rs and resources.rs (H11): tool list changes and meta-tools.
-impl Server {
-    /// The live connection's peer, its generation and the list-changed
+impl Connection {
+    /// The live link's peer, its generation and the list-changed
     /// flags its handler sets; `None` while the server is down.
     pub(crate) fn watch(&self) -> Option<(Peer<RoleClient>, u64, Arc<ListChanged>)> {
         let (peer, generation) = self.live_peer()?;
         let state = self.read();
-        let changed = state.connection.as_ref()?.client.service().changed();
+        let changed = state.link.as_ref()?.client.service().changed();
         (state.generation == generation).then_some((peer, generation, changed))
     }
 
     /// The live peer for a request other than a tool call, restarting a
-    /// dead server the way [`Server::call`] does.
+    /// dead server the way [`Connection::call`] does.
     pub(crate) async fn peer(&self) -> Result<Peer<RoleClient>, String> {
         match self.live_peer() {
             Some((peer, _)) => Ok(peer),
@@ -707,7 +690,7 @@ mod tests {
     #[tokio::test]
     async fn a_late_failure_of_an_old_connection_leaves_the_restarted_server_up() {
         let launch = fixture();
-        let (server, _) = Server::start("fx".into(), launch, LONG, None)
+        let (server, _) = Connection::start("fx".into(), launch, LONG, None)
             .await
             .unwrap();
         let (old_peer, old_generation) = server.live_peer().unwrap();
@@ -722,7 +705,7 @@ mod tests {
         assert!(pid.parse::<u32>().is_ok(), "{pid}");
         assert_ne!(server.live_peer().unwrap().1, old_generation);
 
-        // A call still holding the old connection fails now, late.
+        // A call still holding the old link fails now, late.
         let late = server
             .call_on(
                 old_peer,
