@@ -4,7 +4,7 @@
 //! [`Hub::start`] starts every enabled [`ServerSpec`] at once, each within
 //! its own `startup_timeout`, on its transport: a built-in in-process
 //! ([`Builtin`], typed in-memory channels), a built-in as a child process
-//! (`nanohermes builtin NAME`, [`serve_builtin_main`]), an external program
+//! (`nanohermes builtin NAME`, [`nanohermes_builtins::serve_builtin_main`]), an external program
 //! over stdio, or a server over Streamable HTTP. It lists their tools
 //! (following pagination), keeps those the spec's `enabled_tools` then
 //! `disabled_tools` allow, names them and declares them to the model;
@@ -91,7 +91,7 @@
 //!   that timer, up to [`progress_cap`] in all (10 times the timeout, at most
 //!   1 h). The message names the key to raise
 //!   (`mcp_servers.NAME.tool_timeout_sec`, `startup_timeout_sec`). A built-in
-//!   whose tools stop themselves ([`Builtin::max_call_time`]: `run_command`
+//!   whose tools stop themselves ([`nanohermes_builtins::Hosted::max_call_time`]: `run_command`
 //!   after at most 600 s, git after 600 s, `web_fetch` after its fetch
 //!   timeout) never gets less than [`call_timeout_over`] that maximum, so a
 //!   600 s `run_command` reports its own timeout with its output.

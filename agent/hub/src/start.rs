@@ -35,7 +35,7 @@ pub struct HubConfig {
     /// (`nanohermes builtin NAME`).
     pub builtin_exe: PathBuf,
     /// The JSON file remembering each external server's protocol era
-    /// ([`super::default_era_cache`]); `None` keeps it in memory only.
+    /// ([`nanohermes_config::Paths::era_cache`]); `None` keeps it in memory only.
     pub era_cache: Option<PathBuf>,
     /// How many agents deep this process runs ([`agent_depth`]); its
     /// external stdio servers get one more in `NANOHERMES_AGENT_DEPTH`.
