@@ -7,63 +7,42 @@
 //! [`Agent::execute`]: the tool is known, the policy allows it, the
 //! arguments are whole (not cut off by `max_tokens`) and a JSON object,
 //! no PreToolUse hook vetoes it, then dispatch. Every failure inside a
-//! call becomes an `ERROR: …` result for the model; only a failed model request ends a run early. After
-//! every exit the history is valid: each assistant `tool_calls` entry has a
-//! session-unique id, arguments that are one JSON object, and is answered
-//! by one `tool` message, in call order.
+//! call becomes an `ERROR: …` result for the model; only a failed model
+//! request ends a run early. After every exit the history is valid: each
+//! assistant `tool_calls` entry has a session-unique id, arguments that
+//! are one JSON object, and is answered by one `tool` message, in call order.
 //!
-//! After the user message and after each step's results, a history past
-//! its budget is compacted ([`crate::compaction`]): a whole step at a time,
-//! so a call is never parted from its results. A context-length refusal
-//! compacts too, and the request is retried once.
-//!
-//! With recall on ([`Agent::with_recall`]) and the memory server offered,
-//! the memories matching the user's text are the system message's marked
-//! block before the user message is added, and a completed turn that used
-//! tools is distilled into new memories ([`crate::recall`]).
+//! The rest are call points, each one line here and its body elsewhere:
+//! long-term memory before the user message and after a completed turn
+//! ([`crate::recall::Memory`]); compaction after the user message, after
+//! each step's results and on a context-length refusal (then the request
+//! is retried once) ([`crate::compaction::Compactor`]); hooks
+//! ([`crate::hooks`]); checkpoints and notices ([`crate::events`]).
 
 use std::panic::AssertUnwindSafe;
 
 use futures::FutureExt;
 use serde_json::Value;
 
-use crate::compaction::{self, CompactionConfig};
-use crate::events::RunEvents;
+use crate::compaction::Compactor;
+use crate::events::{self, RunEvents};
 use crate::history::{CallIds, assistant_message, system_message, tool_message, user_message};
 use crate::hooks::Hooks;
 use crate::interrupt::Interrupt;
 use crate::policy::approval::Approvals;
 use crate::policy::{Policy, Verdict, protected};
-use crate::recall;
+use crate::recall::Memory;
 use crate::toolbox::ToolBox;
 use crate::transcript::Transcript;
 use crate::usage::UsageLedger;
-use nanohermes_llm::{AssistantTurn, ChatEvent, Client, JsonList, LlmError, ToolCall};
+use nanohermes_llm::{AssistantTurn, Client, LlmError, ToolCall};
+
+// The loop's inputs live in `parts` (filled by the composition root); they
+// are named here too, where the loop that takes them is.
+pub use crate::parts::{AgentConfig, AgentParts, DEFAULT_MAX_ITERATIONS};
 
 /// How much of the model's invalid argument text its `ERROR:` result quotes.
 const QUOTED_ARGUMENTS: usize = 2000;
-
-/// The default cap on model round trips per run.
-pub const DEFAULT_MAX_ITERATIONS: usize = 40;
-
-/// How a run is bounded and gated.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AgentConfig {
-    /// Model round trips per run (one request plus all its tool calls each).
-    pub max_iterations: usize,
-    /// The permission gate.
-    pub policy: Policy,
-}
-
-impl Default for AgentConfig {
-    /// 40 iterations, every known tool allowed.
-    fn default() -> Self {
-        AgentConfig {
-            max_iterations: DEFAULT_MAX_ITERATIONS,
-            policy: Policy::allow_all(),
-        }
-    }
-}
 
 /// Why a run stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,50 +81,8 @@ pub struct Agent<T> {
     interrupt: Interrupt,
     hooks: Hooks,
     approvals: Approvals,
-    compaction: CompactionConfig,
+    compaction: crate::compaction::CompactionConfig,
     recall: bool,
-}
-
-/// What an agent is made of besides its model client and its tools: one
-/// struct, filled in one place (the binary's composition root), so no way
-/// of starting an agent can leave a part out.
-pub struct AgentParts {
-    /// The iteration cap and the permission gate.
-    pub config: AgentConfig,
-    /// The stop flag, shared with a signal handler or an MCP cancellation.
-    pub interrupt: Interrupt,
-    /// Who answers the calls the policy asks about (nobody: denied).
-    pub approvals: Approvals,
-    /// The user's hooks around prompts, tool calls and the end of a run.
-    pub hooks: Hooks,
-    /// When the history is compacted (by default past 120 000 characters
-    /// and more than 11 messages, keeping the last 10).
-    pub compaction: CompactionConfig,
-    /// Searches long-term memory before each user message and distils
-    /// completed turns that used tools into new memories, when the
-    /// built-in memory server is offered.
-    pub recall: bool,
-}
-
-impl Default for AgentParts {
-    /// The default configuration, a private stop flag, nobody to ask, no
-    /// hooks, default compaction, no recall.
-    fn default() -> Self {
-        AgentConfig::default().into()
-    }
-}
-
-impl From<AgentConfig> for AgentParts {
-    fn from(config: AgentConfig) -> Self {
-        AgentParts {
-            config,
-            interrupt: Interrupt::default(),
-            approvals: Approvals::denying(),
-            hooks: Hooks::default(),
-            compaction: CompactionConfig::default(),
-            recall: false,
-        }
-    }
 }
 
 impl<T: ToolBox> Agent<T> {
@@ -188,142 +125,6 @@ impl<T: ToolBox> Agent<T> {
         agent
     }
 
-    /// The memory server's tools, when recall is on and they are offered.
-    fn memory_tools(&self) -> Option<recall::MemoryTools> {
-        self.recall
-            .then(|| recall::memory_tools(&self.tools))
-            .flatten()
-    }
-
-    /// The recalled-memories block of the system message, replaced with
-    /// the hits for `query` (removed when there are none).
-    async fn recall_memories(&mut self, query: &str, ui: &mut dyn RunEvents) {
-        let Some(names) = self.memory_tools() else {
-            return;
-        };
-        if let Err(error) =
-            recall::refresh_block(&self.tools, &names, &mut self.messages, query).await
-        {
-            ui.notice(&format!("searching long-term memory failed: {error}"));
-        }
-    }
-
-    /// Distils the last turn into at most three new memories, when the
-    /// policy lets `memory_save` run unasked.
-    async fn distil_memories(&mut self, ui: &mut dyn RunEvents) {
-        let Some(names) = self.memory_tools() else {
-            return;
-        };
-        let allowed = names.save.as_deref().is_some_and(|save| {
-            self.tools
-                .facts(save)
-                .is_some_and(|facts| self.config.policy.check(save, &facts) == Verdict::Run)
-        });
-        if !allowed {
-            return;
-        }
-        match recall::distil(&self.client, &self.tools, &names, &self.messages).await {
-            Ok(done) => {
-                self.usage.record(done.usage);
-                if done.saved + done.known > 0 {
-                    ui.notice(&format!(
-                        "long-term memory: {} saved, {} already known",
-                        done.saved, done.known
-                    ));
-                }
-            }
-            Err(error) => ui.notice(&format!("distilling memories failed: {error}")),
-        }
-    }
-
-    /// Compacts now, whatever the size (`/compact`): everything between the
-    /// system message and the last `keep_messages` becomes one summary.
-    /// Returns how many messages were replaced (0 when there was nothing
-    /// to replace).
-    pub async fn compact(&mut self) -> usize {
-        let Some(cut) = compaction::cut_point(&self.messages, self.compaction.keep_messages) else {
-            return 0;
-        };
-        let request =
-            compaction::summary_request(&self.messages[1..cut], self.compaction.threshold_chars);
-        // One request without tools; its text is not shown and a failure
-        // only costs the summary.
-        let summary = match self
-            .client
-            .chat((&request).into(), JsonList::Values(&[]), &mut |_| {})
-            .await
-        {
-            Ok(turn) => {
-                self.usage.record(turn.usage);
-                Some(turn.content)
-            }
-            Err(_) => None,
-        };
-        let replacement = compaction::summary_message(summary.as_deref());
-        self.messages.splice(1..cut, vec![replacement]).len()
-    }
-
-    /// Compacts when the history is past its limits, and says so.
-    async fn compact_if_due(&mut self, ui: &mut dyn RunEvents) {
-        if self
-            .compaction
-            .is_due_at(self.messages.len(), self.messages.encoded_len())
-        {
-            self.compact_and_report(ui).await;
-        }
-    }
-
-    async fn compact_and_report(&mut self, ui: &mut dyn RunEvents) -> usize {
-        let dropped = self.compact().await;
-        if dropped > 0 {
-            let how = if compaction::is_compaction_message(&self.messages[1])
-                && self.messages[1]["content"] != compaction::OMISSION_NOTE
-            {
-                "a summary"
-            } else {
-                "an omission note (the summary request failed)"
-            };
-            ui.notice(&format!(
-                "compacted the history: {dropped} earlier messages replaced by {how}"
-            ));
-        }
-        dropped
-    }
-
-    /// One model request with the current history. A context-length
-    /// refusal compacts the history and retries once.
-    async fn complete(&mut self, ui: &mut dyn RunEvents) -> Result<AssistantTurn, LlmError> {
-        let first = {
-            let mut on_event = |event: ChatEvent<'_>| report(ui, event);
-            self.client
-                .chat(
-                    (&self.messages).into(),
-                    self.tools.encoded_declarations(),
-                    &mut on_event,
-                )
-                .await
-        };
-        match first {
-            Err(error) if error.is_context_length() => {
-                ui.notice(&format!(
-                    "the history does not fit the model's context, compacting it: {error}"
-                ));
-                if self.compact_and_report(ui).await == 0 {
-                    return Err(error);
-                }
-                let mut on_event = |event: ChatEvent<'_>| report(ui, event);
-                self.client
-                    .chat(
-                        (&self.messages).into(),
-                        self.tools.encoded_declarations(),
-                        &mut on_event,
-                    )
-                    .await
-            }
-            other => other,
-        }
-    }
-
     /// The history, system message first.
     pub fn messages(&self) -> &[Value] {
         &self.messages
@@ -355,6 +156,57 @@ impl<T: ToolBox> Agent<T> {
         self.tools
     }
 
+    /// Compaction's view of this agent ([`crate::compaction`]).
+    fn compactor(&mut self) -> Compactor<'_> {
+        Compactor {
+            config: self.compaction,
+            client: &self.client,
+            usage: &mut self.usage,
+            history: &mut self.messages,
+        }
+    }
+
+    /// Recall's view of this agent ([`crate::recall`]).
+    fn memory(&mut self) -> Memory<'_, T> {
+        Memory {
+            enabled: self.recall,
+            tools: &self.tools,
+            client: &self.client,
+            policy: &self.config.policy,
+            usage: &mut self.usage,
+            history: &mut self.messages,
+        }
+    }
+
+    /// One model request with the current history. A context-length
+    /// refusal compacts the history and retries once.
+    async fn complete(&mut self, ui: &mut dyn RunEvents) -> Result<AssistantTurn, LlmError> {
+        match self.request(ui).await {
+            Err(error) if error.is_context_length() => {
+                ui.notice(&format!(
+                    "the history does not fit the model's context, compacting it: {error}"
+                ));
+                if self.compactor().compact_and_report(ui).await == 0 {
+                    return Err(error);
+                }
+                self.request(ui).await
+            }
+            other => other,
+        }
+    }
+
+    /// The history and the tool declarations, sent once; streamed text,
+    /// retries and fallbacks go to `ui`.
+    async fn request(&self, ui: &mut dyn RunEvents) -> Result<AssistantTurn, LlmError> {
+        self.client
+            .chat(
+                (&self.messages).into(),
+                self.tools.encoded_declarations(),
+                &mut |event| events::report(ui, event),
+            )
+            .await
+    }
+
     /// Runs one user task to one of the three exits. Fails only when a
     /// model request fails; the history is valid either way.
     pub async fn run(
@@ -379,10 +231,10 @@ impl<T: ToolBox> Agent<T> {
                 });
             }
         };
-        self.recall_memories(&task, ui).await;
+        self.memory().before_turn(&task, ui).await;
         self.messages.push(user_message(&task));
         // A resumed session may already be past the budget.
-        self.compact_if_due(ui).await;
+        self.compactor().compact_if_due(ui).await;
         ui.checkpoint(&self.messages);
 
         let mut completed = false;
@@ -427,7 +279,7 @@ impl<T: ToolBox> Agent<T> {
                 self.messages.push(tool_message(&call.id, &result));
             }
             // After the results: a whole step is what gets compacted.
-            self.compact_if_due(ui).await;
+            self.compactor().compact_if_due(ui).await;
             ui.checkpoint(&self.messages);
         }
         // An interrupt during the last allowed step still counts as one.
@@ -449,7 +301,7 @@ impl<T: ToolBox> Agent<T> {
         };
         ui.settled();
         if completed && used_tools {
-            self.distil_memories(ui).await;
+            self.memory().after_turn(ui).await;
         }
         self.hooks.after_run(ui).await;
         Ok(RunSummary {
@@ -476,19 +328,6 @@ impl<T: ToolBox> Agent<T> {
                 )
                 .await
             }
-        }
-    }
-
-    /// What the policy grants every call: in Plan and Debug the built-in
-    /// servers run commands in the read-only sandbox, whatever sandbox
-    /// they were started with (a shared `serve` hub, `/mode plan`).
-    fn grants(&self) -> mcp_tools::CallGrants {
-        mcp_tools::CallGrants {
-            read_only_sandbox: matches!(
-                self.config.policy.mode(),
-                crate::policy::Mode::Plan | crate::policy::Mode::Debug
-            ),
-            protected_write: false,
         }
     }
 
@@ -547,7 +386,7 @@ impl<T: ToolBox> Agent<T> {
         };
         let grants = mcp_tools::CallGrants {
             protected_write: protected.is_some(),
-            ..self.grants()
+            ..self.config.policy.call_grants()
         };
         // PreToolUse may veto the call, PostToolUse annotate its result.
         self.hooks
@@ -558,28 +397,24 @@ impl<T: ToolBox> Agent<T> {
     }
 }
 
-/// What the interactive mode does to the conversation between runs.
+/// What the interactive mode changes between runs (`/compact`, `/undo`,
+/// `/reset`, `/mode`; `repl::Repl::command`). The parts are otherwise
+/// fixed when the agent is assembled, so these are its only setters.
 impl<T: ToolBox> Agent<T> {
-    /// Removes the last user turn and everything after it (`/undo`): the
-    /// history is valid again, as it was before that turn. A compaction
-    /// summary is not a turn and stays. Returns how many messages went, or
-    /// `None` when there is no turn to remove (none yet, or compacted).
-    pub fn undo(&mut self) -> Option<usize> {
-        let start = self
-            .messages
-            .iter()
-            .enumerate()
-            .skip(1)
-            .rev()
-            .find(|(_, m)| m["role"] == "user" && !compaction::is_compaction_message(m))
-            .map(|(index, _)| index)?;
-        Some(self.messages.truncate_from(start))
+    /// Compacts now, whatever the size (`/compact`); returns how many
+    /// messages were replaced ([`Compactor::compact`]).
+    pub async fn compact(&mut self) -> usize {
+        self.compactor().compact().await
     }
 
-    /// Starts over (`/reset`): only the system message stays. Returns how
-    /// many messages went. Usage and used call ids are kept.
-    pub fn reset(&mut self) -> usize {
-        self.messages.truncate_from(1)
+    /// Changes the history between runs (`/undo` is
+    /// [`Transcript::undo_last_turn`], `/reset` keeps only the system
+    /// message). The call ids of what `change` leaves are reserved after
+    /// it, so no later call can repeat one; usage is kept.
+    pub fn edit_history<R>(&mut self, change: impl FnOnce(&mut Transcript) -> R) -> R {
+        let result = change(&mut self.messages);
+        self.call_ids.reserve(&self.messages);
+        result
     }
 
     /// Puts a new permission gate in place (`/mode`) for the next call.
@@ -587,7 +422,7 @@ impl<T: ToolBox> Agent<T> {
         self.config.policy = policy;
     }
 
-    /// The tool box, to change what it offers.
+    /// The tool box, to change what it offers (`/mode`).
     pub fn tools_mut(&mut self) -> &mut T {
         &mut self.tools
     }
@@ -601,28 +436,6 @@ fn invalid_arguments(call: &ToolCall, reason: &str) -> String {
         call.name,
         mcp_tools::clamp::clamp(&call.arguments, QUOTED_ARGUMENTS)
     )
-}
-
-fn report(ui: &mut dyn RunEvents, event: ChatEvent<'_>) {
-    match event {
-        ChatEvent::Text(text) => ui.text(text),
-        ChatEvent::Retry {
-            attempt,
-            max_retries,
-            delay,
-            error,
-        } => {
-            ui.notice(&format!(
-                "retrying in {} ms (retry {attempt}/{max_retries}): {error}",
-                delay.as_millis()
-            ));
-        }
-        ChatEvent::Fallback { model, error } => {
-            ui.notice(&format!(
-                "trying the fallback model `{model}` once: {error}"
-            ));
-        }
-    }
 }
 
 #[cfg(test)]
