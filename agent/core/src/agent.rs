@@ -26,10 +26,11 @@ use serde_json::Value;
 
 use crate::compaction::Compactor;
 use crate::events::{self, RunEvents};
-use crate::history::{CallIds, assistant_message, system_message, tool_message, user_message};
-use crate::hooks::Hooks;
+use crate::history::{
+    CallIds, assistant_message, cut_off_arguments, invalid_arguments, system_message, tool_message,
+    user_message,
+};
 use crate::interrupt::Interrupt;
-use crate::policy::approval::Approvals;
 use crate::policy::{Policy, Verdict, protected};
 use crate::recall::Memory;
 use crate::toolbox::ToolBox;
@@ -40,9 +41,6 @@ use nanohermes_llm::{AssistantTurn, Client, LlmError, ToolCall};
 // The loop's inputs live in `parts` (filled by the composition root); they
 // are named here too, where the loop that takes them is.
 pub use crate::parts::{AgentConfig, AgentParts, DEFAULT_MAX_ITERATIONS};
-
-/// How much of the model's invalid argument text its `ERROR:` result quotes.
-const QUOTED_ARGUMENTS: usize = 2000;
 
 /// Why a run stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,19 +68,15 @@ pub struct RunSummary {
     pub tool_calls: usize,
 }
 
-/// An agent: a model client, a tool box and the conversation so far.
+/// An agent: a model client, a tool box, its parts and the conversation
+/// so far.
 pub struct Agent<T> {
     client: Client,
     tools: T,
-    config: AgentConfig,
+    parts: AgentParts,
     messages: Transcript,
     call_ids: CallIds,
     usage: UsageLedger,
-    interrupt: Interrupt,
-    hooks: Hooks,
-    approvals: Approvals,
-    compaction: crate::compaction::CompactionConfig,
-    recall: bool,
 }
 
 impl<T: ToolBox> Agent<T> {
@@ -93,19 +87,13 @@ impl<T: ToolBox> Agent<T> {
         system_prompt: &str,
         parts: impl Into<AgentParts>,
     ) -> Self {
-        let parts = parts.into();
         Agent {
             client,
             tools,
-            config: parts.config,
+            parts: parts.into(),
             messages: Transcript::new([system_message(system_prompt)]),
             call_ids: CallIds::default(),
             usage: UsageLedger::default(),
-            interrupt: parts.interrupt,
-            hooks: parts.hooks,
-            approvals: parts.approvals,
-            compaction: parts.compaction,
-            recall: parts.recall,
         }
     }
 
@@ -143,7 +131,7 @@ impl<T: ToolBox> Agent<T> {
 
     /// The flag that stops the loop at its next step boundary.
     pub fn interrupt(&self) -> Interrupt {
-        self.interrupt.clone()
+        self.parts.interrupt.clone()
     }
 
     /// The tool box.
@@ -159,7 +147,7 @@ impl<T: ToolBox> Agent<T> {
     /// Compaction's view of this agent ([`crate::compaction`]).
     fn compactor(&mut self) -> Compactor<'_> {
         Compactor {
-            config: self.compaction,
+            config: self.parts.compaction,
             client: &self.client,
             usage: &mut self.usage,
             history: &mut self.messages,
@@ -169,10 +157,10 @@ impl<T: ToolBox> Agent<T> {
     /// Recall's view of this agent ([`crate::recall`]).
     fn memory(&mut self) -> Memory<'_, T> {
         Memory {
-            enabled: self.recall,
+            enabled: self.parts.recall,
             tools: &self.tools,
             client: &self.client,
-            policy: &self.config.policy,
+            policy: &self.parts.config.policy,
             usage: &mut self.usage,
             history: &mut self.messages,
         }
@@ -216,7 +204,7 @@ impl<T: ToolBox> Agent<T> {
     ) -> Result<RunSummary, LlmError> {
         // SessionStart and UserPromptSubmit hooks may add to the prompt, or
         // block it (then the model is not asked).
-        let task = match self.hooks.before_prompt(task, ui).await {
+        let task = match self.parts.hooks.before_prompt(task, ui).await {
             Ok(task) => task,
             Err(reason) => {
                 ui.notice(&format!(
@@ -244,8 +232,8 @@ impl<T: ToolBox> Agent<T> {
         let mut iterations = 0;
         let mut tool_calls = 0;
 
-        while iterations < self.config.max_iterations {
-            if self.interrupt.take() {
+        while iterations < self.parts.config.max_iterations {
+            if self.parts.interrupt.take() {
                 interrupted = true;
                 break;
             }
@@ -283,7 +271,7 @@ impl<T: ToolBox> Agent<T> {
             ui.checkpoint(&self.messages);
         }
         // An interrupt during the last allowed step still counts as one.
-        if !completed && !interrupted && self.interrupt.take() {
+        if !completed && !interrupted && self.parts.interrupt.take() {
             interrupted = true;
         }
 
@@ -295,7 +283,7 @@ impl<T: ToolBox> Agent<T> {
         } else {
             ui.notice(&format!(
                 "reached the {} iteration limit without finishing",
-                self.config.max_iterations
+                self.parts.config.max_iterations
             ));
             Outcome::IterationLimit
         };
@@ -303,7 +291,7 @@ impl<T: ToolBox> Agent<T> {
         if completed && used_tools {
             self.memory().after_turn(ui).await;
         }
-        self.hooks.after_run(ui).await;
+        self.parts.hooks.after_run(ui).await;
         Ok(RunSummary {
             outcome,
             final_text,
@@ -351,7 +339,7 @@ impl<T: ToolBox> Agent<T> {
         let Some(facts) = self.tools.facts(&call.name) else {
             return self.tools.unknown_tool(&call.name);
         };
-        let verdict = self.config.policy.check(&call.name, &facts);
+        let verdict = self.parts.config.policy.check(&call.name, &facts);
         if let Verdict::Refuse(reason) = verdict {
             return format!("ERROR: {reason}");
         }
@@ -359,26 +347,17 @@ impl<T: ToolBox> Agent<T> {
         let protected = (!cut_off)
             .then(|| self.tools.protected_target(&facts, &call.arguments))
             .flatten();
+        let approvals = &self.parts.approvals;
         if let Some(target) = &protected {
-            if !self.approvals.can_ask() {
-                return protected::nobody_to_ask(&call.name, target);
+            let asked = protected::ask(approvals, &call.name, target, &call.arguments).await;
+            if let Err(refusal) = asked {
+                return refusal;
             }
-            let question = protected::question(&call.name, target, &call.arguments);
-            if !self.approvals.approve_once(&call.name, question).await {
-                return protected::declined(target);
-            }
-        } else if verdict == Verdict::Ask
-            && !self.approvals.approve(&call.name, &call.arguments).await
-        {
-            return self.approvals.denial().to_owned();
+        } else if verdict == Verdict::Ask && !approvals.approve(&call.name, &call.arguments).await {
+            return approvals.denial().to_owned();
         }
         if cut_off {
-            return format!(
-                "ERROR: your call to `{}` was cut off at the max_tokens limit ({} tokens) after {} bytes of arguments, so it was not run; write it in smaller parts, one shorter call at a time",
-                call.name,
-                self.client.settings().body.max_tokens,
-                call.arguments.len()
-            );
+            return cut_off_arguments(call, self.client.settings().body.max_tokens);
         }
         let arguments = match call.parse_arguments() {
             Ok(arguments) => arguments,
@@ -386,10 +365,11 @@ impl<T: ToolBox> Agent<T> {
         };
         let grants = mcp_tools::CallGrants {
             protected_write: protected.is_some(),
-            ..self.config.policy.call_grants()
+            ..self.parts.config.policy.call_grants()
         };
         // PreToolUse may veto the call, PostToolUse annotate its result.
-        self.hooks
+        self.parts
+            .hooks
             .around_tool(call, &facts, arguments, |arguments| {
                 self.tools.call_with(&call.name, arguments, grants)
             })
@@ -419,47 +399,11 @@ impl<T: ToolBox> Agent<T> {
 
     /// Puts a new permission gate in place (`/mode`) for the next call.
     pub fn set_policy(&mut self, policy: Policy) {
-        self.config.policy = policy;
+        self.parts.config.policy = policy;
     }
 
     /// The tool box, to change what it offers (`/mode`).
     pub fn tools_mut(&mut self) -> &mut T {
         &mut self.tools
-    }
-}
-
-/// The result for arguments that are not one JSON object. The raw text
-/// appears here only (clamped): the history records `{}` for the call.
-fn invalid_arguments(call: &ToolCall, reason: &str) -> String {
-    format!(
-        "ERROR: invalid JSON arguments for `{}`: {reason}; the call was not run. You sent (the history keeps {{}} instead):\n{}\nResend the call with the arguments as one JSON object",
-        call.name,
-        mcp_tools::clamp::clamp(&call.arguments, QUOTED_ARGUMENTS)
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_invalid_arguments_result_quotes_the_raw_text_clamped() {
-        let call = ToolCall {
-            id: "a".into(),
-            name: "write_file".into(),
-            arguments: format!("{{\"content\": \"{}", "x".repeat(10_000)),
-        };
-        let reason = call.parse_arguments().unwrap_err();
-        let result = invalid_arguments(&call, &reason);
-        assert!(
-            result.starts_with(
-                "ERROR: invalid JSON arguments for `write_file`: the JSON ends too early"
-            ),
-            "{result}"
-        );
-        assert!(result.contains("You sent (the history keeps {} instead):\n{\"content\": \"xxx"));
-        assert!(result.contains("more bytes omitted]"), "{result}");
-        assert!(result.len() < QUOTED_ARGUMENTS + 500, "{}", result.len());
-        assert!(result.ends_with("\nResend the call with the arguments as one JSON object"));
     }
 }
