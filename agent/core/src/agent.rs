@@ -31,12 +31,15 @@ use crate::history::{
     user_message,
 };
 use crate::interrupt::Interrupt;
-use crate::policy::{Policy, Verdict, protected};
+use crate::policy::{Verdict, protected};
 use crate::recall::Memory;
 use crate::toolbox::ToolBox;
 use crate::transcript::Transcript;
 use crate::usage::UsageLedger;
 use nanohermes_llm::{AssistantTurn, Client, LlmError, ToolCall};
+
+// What the interactive mode changes between runs: its only setters.
+mod between_runs;
 
 // The loop's inputs live in `parts` (filled by the composition root); they
 // are named here too, where the loop that takes them is.
@@ -374,36 +377,5 @@ impl<T: ToolBox> Agent<T> {
                 self.tools.call_with(&call.name, arguments, grants)
             })
             .await
-    }
-}
-
-/// What the interactive mode changes between runs (`/compact`, `/undo`,
-/// `/reset`, `/mode`; `repl::Repl::command`). The parts are otherwise
-/// fixed when the agent is assembled, so these are its only setters.
-impl<T: ToolBox> Agent<T> {
-    /// Compacts now, whatever the size (`/compact`); returns how many
-    /// messages were replaced ([`Compactor::compact`]).
-    pub async fn compact(&mut self) -> usize {
-        self.compactor().compact().await
-    }
-
-    /// Changes the history between runs (`/undo` is
-    /// [`Transcript::undo_last_turn`], `/reset` keeps only the system
-    /// message). The call ids of what `change` leaves are reserved after
-    /// it, so no later call can repeat one; usage is kept.
-    pub fn edit_history<R>(&mut self, change: impl FnOnce(&mut Transcript) -> R) -> R {
-        let result = change(&mut self.messages);
-        self.call_ids.reserve(&self.messages);
-        result
-    }
-
-    /// Puts a new permission gate in place (`/mode`) for the next call.
-    pub fn set_policy(&mut self, policy: Policy) {
-        self.parts.config.policy = policy;
-    }
-
-    /// The tool box, to change what it offers (`/mode`).
-    pub fn tools_mut(&mut self) -> &mut T {
-        &mut self.tools
     }
 }
