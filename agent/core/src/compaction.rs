@@ -7,9 +7,11 @@
 //! the system message and them is replaced by one summary message (at most
 //! 300 words, written by one extra model request without tools), or by the
 //! omission note when that request fails: the model must know that
-//! something is missing. [`Agent::compact`](crate::agent::Agent::compact)
-//! forces it (for `/compact`); a context-length error from the server
-//! forces it too, and the request is retried once compacted.
+//! something is missing. The loop calls a [`Compactor`] after the user
+//! message and after each step's results ([`Compactor::compact_if_due`]);
+//! [`Agent::compact`](crate::agent::Agent::compact) forces it (for
+//! `/compact`); a context-length error from the server forces it too, and
+//! the request is retried once compacted.
 //!
 //! The cut never lands on a `tool` message and never separates an assistant
 //! `tool_calls` message from its results: it moves back to the assistant
@@ -23,7 +25,11 @@
 
 use serde_json::{Value, json};
 
+use crate::events::RunEvents;
 use crate::history::user_message;
+use crate::transcript::Transcript;
+use crate::usage::UsageLedger;
+use nanohermes_llm::{Client, JsonList};
 
 /// The serialised history size, in characters, past which it is compacted.
 pub const DEFAULT_THRESHOLD_CHARS: usize = 120_000;
@@ -80,6 +86,77 @@ impl CompactionConfig {
     /// ([`crate::transcript::Transcript::encoded_len`]).
     pub fn is_due_at(&self, count: usize, chars: usize) -> bool {
         count > self.keep_messages + 1 && chars > self.threshold_chars
+    }
+}
+
+/// One compaction's view of an agent: the history it shortens, the client
+/// that writes the summary and the ledger that request is booked to. The
+/// loop builds one where it compacts ([`crate::agent::Agent`]).
+pub struct Compactor<'a> {
+    /// When to compact and how much to keep.
+    pub config: CompactionConfig,
+    /// Writes the summary (one request without tools).
+    pub client: &'a Client,
+    /// Counts the summary request.
+    pub usage: &'a mut UsageLedger,
+    /// The history, system message first.
+    pub history: &'a mut Transcript,
+}
+
+impl Compactor<'_> {
+    /// Compacts now, whatever the size (`/compact`): everything between
+    /// the system message and the last `keep_messages` becomes one summary.
+    /// Returns how many messages were replaced (0 when there was nothing
+    /// to replace).
+    pub async fn compact(&mut self) -> usize {
+        let Some(cut) = cut_point(self.history, self.config.keep_messages) else {
+            return 0;
+        };
+        let request = summary_request(&self.history[1..cut], self.config.threshold_chars);
+        // One request without tools; its text is not shown and a failure
+        // only costs the summary.
+        let summary = match self
+            .client
+            .chat((&request).into(), JsonList::Values(&[]), &mut |_| {})
+            .await
+        {
+            Ok(turn) => {
+                self.usage.record(turn.usage);
+                Some(turn.content)
+            }
+            Err(_) => None,
+        };
+        let replacement = summary_message(summary.as_deref());
+        self.history.splice(1..cut, vec![replacement]).len()
+    }
+
+    /// Compacts when the history is past its limits, and says so.
+    pub async fn compact_if_due(&mut self, events: &mut dyn RunEvents) {
+        if self
+            .config
+            .is_due_at(self.history.len(), self.history.encoded_len())
+        {
+            self.compact_and_report(events).await;
+        }
+    }
+
+    /// [`compact`](Self::compact), and a notice saying what replaced how
+    /// many messages (none when nothing was replaced).
+    pub async fn compact_and_report(&mut self, events: &mut dyn RunEvents) -> usize {
+        let dropped = self.compact().await;
+        if dropped > 0 {
+            let how = if is_compaction_message(&self.history[1])
+                && self.history[1]["content"] != OMISSION_NOTE
+            {
+                "a summary"
+            } else {
+                "an omission note (the summary request failed)"
+            };
+            events.notice(&format!(
+                "compacted the history: {dropped} earlier messages replaced by {how}"
+            ));
+        }
+        dropped
     }
 }
 

@@ -10,7 +10,7 @@ use std::io::Write;
 use serde_json::Value;
 
 use crate::transcript::Transcript;
-use nanohermes_llm::{ToolCall, Usage};
+use nanohermes_llm::{ChatEvent, ToolCall, Usage};
 
 /// Receives the events of a run.
 pub trait RunEvents: Send {
@@ -66,6 +66,30 @@ impl<U: RunEvents + ?Sized> RunEvents for &mut U {
     }
     fn settled(&mut self) {
         (**self).settled();
+    }
+}
+
+/// Passes one event of a model request on to `events`: streamed text as
+/// text, a retry or a fallback as a notice.
+pub fn report(events: &mut dyn RunEvents, event: ChatEvent<'_>) {
+    match event {
+        ChatEvent::Text(text) => events.text(text),
+        ChatEvent::Retry {
+            attempt,
+            max_retries,
+            delay,
+            error,
+        } => {
+            events.notice(&format!(
+                "retrying in {} ms (retry {attempt}/{max_retries}): {error}",
+                delay.as_millis()
+            ));
+        }
+        ChatEvent::Fallback { model, error } => {
+            events.notice(&format!(
+                "trying the fallback model `{model}` once: {error}"
+            ));
+        }
     }
 }
 

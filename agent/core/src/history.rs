@@ -116,6 +116,30 @@ pub fn tool_message(tool_call_id: &str, content: &str) -> Value {
     json!({ "role": "tool", "tool_call_id": tool_call_id, "content": content })
 }
 
+/// How much of the model's invalid argument text its `ERROR:` result quotes.
+const QUOTED_ARGUMENTS: usize = 2000;
+
+/// The result for arguments that are not one JSON object. The raw text
+/// appears here only (clamped): the history records `{}` for the call.
+pub fn invalid_arguments(call: &ToolCall, reason: &str) -> String {
+    format!(
+        "ERROR: invalid JSON arguments for `{}`: {reason}; the call was not run. You sent (the history keeps {{}} instead):\n{}\nResend the call with the arguments as one JSON object",
+        call.name,
+        mcp_tools::clamp::clamp(&call.arguments, QUOTED_ARGUMENTS)
+    )
+}
+
+/// The result for a call the token budget (`max_tokens`) cut off inside
+/// its arguments: it was not run, and the model is told to write less at a
+/// time.
+pub fn cut_off_arguments(call: &ToolCall, max_tokens: u32) -> String {
+    format!(
+        "ERROR: your call to `{}` was cut off at the max_tokens limit ({max_tokens} tokens) after {} bytes of arguments, so it was not run; write it in smaller parts, one shorter call at a time",
+        call.name,
+        call.arguments.len()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,5 +257,26 @@ mod tests {
             tool_message("a", "ok"),
             json!({"role":"tool","tool_call_id":"a","content":"ok"})
         );
+    }
+
+    #[test]
+    fn the_invalid_arguments_result_quotes_the_raw_text_clamped() {
+        let call = ToolCall {
+            id: "a".into(),
+            name: "write_file".into(),
+            arguments: format!("{{\"content\": \"{}", "x".repeat(10_000)),
+        };
+        let reason = call.parse_arguments().unwrap_err();
+        let result = invalid_arguments(&call, &reason);
+        assert!(
+            result.starts_with(
+                "ERROR: invalid JSON arguments for `write_file`: the JSON ends too early"
+            ),
+            "{result}"
+        );
+        assert!(result.contains("You sent (the history keeps {} instead):\n{\"content\": \"xxx"));
+        assert!(result.contains("more bytes omitted]"), "{result}");
+        assert!(result.len() < QUOTED_ARGUMENTS + 500, "{}", result.len());
+        assert!(result.ends_with("\nResend the call with the arguments as one JSON object"));
     }
 }

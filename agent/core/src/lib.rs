@@ -12,6 +12,7 @@
 //! | module | owns |
 //! |---|---|
 //! | [`agent`] | the loop: four variables, three exits, the gates of `execute` |
+//! | [`parts`] | what an agent is made of: its bounds, gate and parts |
 //! | [`toolbox`] | the contract between the loop and the tools |
 //! | [`transcript`] | the history, each item encoded once |
 //! | [`history`] | the message shapes the history is made of |
@@ -41,6 +42,7 @@ pub mod events;
 pub mod history;
 pub mod hooks;
 pub mod interrupt;
+pub mod parts;
 pub mod policy;
 pub mod prompt;
 pub mod recall;

@@ -18,9 +18,12 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::compaction::transcript_line;
+use crate::events::RunEvents;
 use crate::history::user_message;
+use crate::policy::{Policy, Verdict};
 use crate::toolbox::ToolBox;
 use crate::transcript::Transcript;
+use crate::usage::UsageLedger;
 use nanohermes_llm::{Client, JsonList, Usage};
 
 /// The first line of the recalled-memories block in the system message.
@@ -51,6 +54,72 @@ preference (how the user likes things done), correction (a mistake the user corr
 fact (a lasting fact about the user, the project or the environment). \
 Keep only what will still be useful in another task: nothing about this task's progress, no secrets, no file contents. \
 Reply {\"memories\": []} when nothing is worth keeping.";
+
+/// Recall's view of an agent, built by the loop at its two call points
+/// (the seed: memory is a pre-hook of the loop, not part of it): before
+/// the user message ([`Memory::before_turn`]) and after a completed turn
+/// that used tools ([`Memory::after_turn`]).
+pub struct Memory<'a, T> {
+    /// Whether recall is on (`memory = true`); off, both steps do nothing.
+    pub enabled: bool,
+    /// Where the memory server's tools are found and called.
+    pub tools: &'a T,
+    /// Writes the distillation (one request without tools).
+    pub client: &'a Client,
+    /// Whether `memory_save` may run unasked.
+    pub policy: &'a Policy,
+    /// Counts the distillation request.
+    pub usage: &'a mut UsageLedger,
+    /// The history: its system message holds the block.
+    pub history: &'a mut Transcript,
+}
+
+impl<T: ToolBox> Memory<'_, T> {
+    /// The memory server's tools, when recall is on and they are offered.
+    fn names(&self) -> Option<MemoryTools> {
+        self.enabled.then(|| memory_tools(self.tools)).flatten()
+    }
+
+    /// The recalled-memories block of the system message, replaced with
+    /// the hits for `query` (removed when there are none). A failure is a
+    /// notice.
+    pub async fn before_turn(&mut self, query: &str, events: &mut dyn RunEvents) {
+        let Some(names) = self.names() else {
+            return;
+        };
+        if let Err(error) = refresh_block(self.tools, &names, self.history, query).await {
+            events.notice(&format!("searching long-term memory failed: {error}"));
+        }
+    }
+
+    /// Distils the last turn into at most three new memories, when the
+    /// policy lets `memory_save` run unasked. A failure is a notice.
+    pub async fn after_turn(&mut self, events: &mut dyn RunEvents) {
+        let Some(names) = self.names() else {
+            return;
+        };
+        let allowed = names.save.as_deref().is_some_and(|save| {
+            self.tools
+                .facts(save)
+                .is_some_and(|facts| self.policy.check(save, &facts) == Verdict::Run)
+        });
+        if !allowed {
+            return;
+        }
+        match distil(self.client, self.tools, &names, self.history).await {
+            Ok(done) => {
+                self.usage.record(done.usage);
+                if done.saved + done.known > 0 {
+                    events.notice(&format!(
+                        "long-term memory: {} saved, {} already known",
+                        done.saved, done.known
+                    ));
+                }
+            }
+            Err(error) => events.notice(&format!("distilling memories failed: {error}")),
+        }
+    }
+}
 
 /// The model names of the memory server's tools, when it is offered.
 #[derive(Debug, Clone, PartialEq, Eq)]

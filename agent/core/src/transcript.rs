@@ -85,6 +85,22 @@ impl Transcript {
         }
     }
 
+    /// Removes the last user turn and everything after it (`/undo`): the
+    /// history is valid again, as it was before that turn. A compaction
+    /// summary is not a turn and stays. Returns how many messages went, or
+    /// `None` when there is no turn to remove (none yet, or compacted).
+    pub fn undo_last_turn(&mut self) -> Option<usize> {
+        let start = self
+            .messages
+            .iter()
+            .enumerate()
+            .skip(1)
+            .rev()
+            .find(|(_, m)| m["role"] == "user" && !crate::compaction::is_compaction_message(m))
+            .map(|(index, _)| index)?;
+        Some(self.truncate_from(start))
+    }
+
     /// Each message's JSON, as a request sends it.
     pub fn encoded(&self) -> &[Box<RawValue>] {
         &self.encoded

@@ -93,6 +93,17 @@ impl Policy {
         self.mode
     }
 
+    /// What this policy grants every call: in Plan and Debug the built-in
+    /// servers run commands in the read-only sandbox, whatever sandbox
+    /// they were started with (a shared `serve` hub, `/mode plan`). The
+    /// protected-write grant is the caller's, call by call ([`protected`]).
+    pub fn call_grants(&self) -> mcp_tools::CallGrants {
+        mcp_tools::CallGrants {
+            read_only_sandbox: matches!(self.mode, Mode::Plan | Mode::Debug),
+            protected_write: false,
+        }
+    }
+
     /// The `allow` patterns, when set.
     pub fn allow_list(&self) -> Option<&[String]> {
         self.allow.as_deref()

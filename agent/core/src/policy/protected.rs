@@ -16,6 +16,8 @@
 //! checks the resolved path too, so an alias through a symlink is still
 //! refused there.
 
+use crate::policy::approval::Approvals;
+
 /// A protected path a call writes, and why it is protected.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProtectedTarget {
@@ -49,4 +51,26 @@ pub fn declined(target: &ProtectedTarget) -> String {
         "ERROR: the user did not approve writing the protected path {}. Do not retry it; ask what to do instead",
         target.path
     )
+}
+
+/// Asks the user about `tool` writing `target` with `arguments`, this call
+/// only: `Ok` when they said yes, otherwise the result the model reads
+/// ([`nobody_to_ask`], [`declined`]).
+pub async fn ask(
+    approvals: &Approvals,
+    tool: &str,
+    target: &ProtectedTarget,
+    arguments: &str,
+) -> Result<(), String> {
+    if !approvals.can_ask() {
+        return Err(nobody_to_ask(tool, target));
+    }
+    if approvals
+        .approve_once(tool, question(tool, target, arguments))
+        .await
+    {
+        Ok(())
+    } else {
+        Err(declined(target))
+    }
 }

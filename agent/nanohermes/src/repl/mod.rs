@@ -25,6 +25,7 @@ use nanohermes_core::agent::{Agent, Outcome};
 use nanohermes_core::events::RunEvents;
 use nanohermes_core::interrupt::Interrupt;
 use nanohermes_core::policy::approval::Approvals;
+use nanohermes_core::transcript::Transcript;
 use nanohermes_hub::Hub;
 use nanohermes_session::{self as session, Keeper, SessionArgs};
 
@@ -171,7 +172,7 @@ impl Repl {
 
     async fn command(&mut self, command: Command) {
         match command {
-            Command::Undo => match self.agent.undo() {
+            Command::Undo => match self.agent.edit_history(Transcript::undo_last_turn) {
                 Some(removed) => {
                     self.save();
                     self.ui.notice(&format!(
@@ -192,7 +193,8 @@ impl Repl {
                 }
             }
             Command::Reset => {
-                let removed = self.agent.reset();
+                // Only the system message stays.
+                let removed = self.agent.edit_history(|history| history.truncate_from(1));
                 self.save();
                 self.ui.notice(&format!(
                     "reset: {removed} messages removed, a fresh conversation"

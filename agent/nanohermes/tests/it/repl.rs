@@ -3,6 +3,7 @@
 //! commands, Ctrl-C during a slow tool and twice at the prompt.
 
 use nanohermes_core::agent::AgentParts;
+use nanohermes_core::transcript::Transcript;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -342,7 +343,11 @@ async fn undo_removes_whole_turns_from_the_end_and_never_a_compaction_summary() 
         },
     );
     let mut ui = Capture::default();
-    assert_eq!(agent.undo(), None, "no turn yet");
+    assert_eq!(
+        agent.edit_history(Transcript::undo_last_turn),
+        None,
+        "no turn yet"
+    );
     agent.run("task one", &mut ui).await.unwrap();
     agent.run("task two", &mut ui).await.unwrap();
     // [system, u1, a1, u2, call, result, a2]: the last four stay, the
@@ -369,18 +374,22 @@ async fn undo_removes_whole_turns_from_the_end_and_never_a_compaction_summary() 
         ]
     );
 
-    assert_eq!(agent.undo(), Some(2));
+    assert_eq!(agent.edit_history(Transcript::undo_last_turn), Some(2));
     assert_history_valid(agent.messages());
     // The second turn: its user message, the call, its result, the answer.
-    assert_eq!(agent.undo(), Some(4));
+    assert_eq!(agent.edit_history(Transcript::undo_last_turn), Some(4));
     assert_history_valid(agent.messages());
     assert!(nanohermes_core::compaction::is_compaction_message(
         &agent.messages()[1]
     ));
     assert_eq!(agent.messages().len(), 2);
-    assert_eq!(agent.undo(), None, "the summary is not a turn");
+    assert_eq!(
+        agent.edit_history(Transcript::undo_last_turn),
+        None,
+        "the summary is not a turn"
+    );
     assert_eq!(agent.messages().len(), 2);
-    assert_eq!(agent.reset(), 1);
+    assert_eq!(agent.edit_history(|history| history.truncate_from(1)), 1);
     assert_eq!(roles(&agent), ["system"]);
     agent.into_tools().shutdown().await;
 }

@@ -50,7 +50,7 @@ fn mkfifo(path: &Path) {
 #[tokio::test]
 async fn a_debug_task_under_a_goal_server_writes_neither_the_workspace_nor_tmp() {
     // Fails until the shell server honours the read-only grant of Plan and
-    // Debug calls (`mcp_tools::CallGrants`, sent by `Agent::grants`).
+    // Debug calls (`mcp_tools::CallGrants`, sent by `Policy::call_grants`).
     let outside = tempfile::tempdir().unwrap();
     let escaped = outside.path().join("escaped");
     let command = format!("touch x; touch {}; echo tried", escaped.display());

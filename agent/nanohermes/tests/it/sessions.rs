@@ -206,12 +206,12 @@ async fn compaction_undo_and_reset_write_the_file_again_and_it_loads_as_the_hist
 
     agent.run("one more", &mut ui).await.unwrap();
     let before_undo = std::fs::metadata(&path).unwrap().ino();
-    assert!(agent.undo().is_some());
+    assert!(agent.edit_history(Transcript::undo_last_turn).is_some());
     ui.checkpoint(agent.transcript());
     assert_ne!(std::fs::metadata(&path).unwrap().ino(), before_undo);
     assert_eq!(loaded(&path)[1..], agent.messages()[1..]);
 
-    agent.reset();
+    agent.edit_history(|history| history.truncate_from(1));
     ui.checkpoint(agent.transcript());
     assert_eq!(
         session::read(&path).unwrap().unwrap().messages,
