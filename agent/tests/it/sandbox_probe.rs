@@ -6,7 +6,7 @@
 
 use serde_json::json;
 
-use crate::support::binary::{git, nanohermes, on_mock, output_of, workspace_arg};
+use crate::support::binary::{TEST_HOME, git, nanohermes, on_mock, output_of, workspace_arg};
 use crate::support::mock_model::{MockModel, call, text, tool_calls};
 use crate::support::tool_result;
 
@@ -189,5 +189,29 @@ async fn a_command_the_agent_runs_cannot_write_git_hooks() {
         !run.stderr.contains("sandbox:"),
         "no sandbox warning: {}",
         run.stderr
+    );
+}
+
+#[tokio::test]
+async fn mcp_list_finds_out_whether_namespaces_work_before_any_command() {
+    // No command runs in `mcp list`: it probes, and reports what it found.
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = workspace_arg(dir.path());
+    let args = ["--workspace", &workspace, "mcp", "list"];
+    let with = nanohermes(&args, &[]).await;
+    assert_eq!(with.code, Some(0), "{with:#?}");
+    assert!(
+        with.stdout
+            .contains("sandbox (shell, git hooks, hooks): workspace-write, network off: enforced"),
+        "{}",
+        with.stdout
+    );
+    let without = without_namespaces(&args, &[("NANOHERMES_HOME", TEST_HOME)]).await;
+    assert_eq!(without.code, Some(0), "{without:#?}");
+    assert!(
+        without.stdout.contains("network off: NOT enforced")
+            && without.stdout.contains("namespaces"),
+        "{}",
+        without.stdout
     );
 }
