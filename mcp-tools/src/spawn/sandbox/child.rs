@@ -93,7 +93,8 @@ pub(super) fn probe_namespaces() -> Result<(), String> {
     match command.status() {
         Ok(status) if status.success() => Ok(()),
         Ok(status) => Err(format!("a test child ended with {status}")),
-        Err(e) => Err(refused(e.raw_os_error().map_or(e, untag))),
+        Err(e) => Err(namespace_failure(&e)
+            .unwrap_or_else(|| format!("a test child could not start `true`: {e}"))),
     }
 }
 
