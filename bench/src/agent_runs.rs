@@ -45,20 +45,6 @@ pub struct Setting {
 }
 
 impl Setting {
-    /// In-process built-ins except `children`, which run as child
-    /// processes: the link-order run traces a few children under
-    /// valgrind, slow enough that seven would outlast the agent's
-    /// shutdown grace and be killed before they write their traces.
-    pub fn with_children(bins: &Bins, children: &[&str]) -> anyhow::Result<Setting> {
-        let setting = Setting::new(bins, Placement::InProcess)?;
-        let mut config = String::from("max_iterations = 100\n\n");
-        for name in children {
-            config.push_str(&format!("[mcp_servers.{name}]\nrun = \"process\"\n\n"));
-        }
-        std::fs::write(setting.home.path().join("config.toml"), config)?;
-        Ok(setting)
-    }
-
     /// Writes the config for `placement` (and starts the HTTP servers).
     pub fn new(bins: &Bins, placement: Placement) -> anyhow::Result<Setting> {
         let home = tempfile::tempdir()?;
@@ -137,22 +123,15 @@ pub struct Run {
     pub gaps: Vec<Duration>,
     /// Peak memory, when the run was watched.
     pub peaks: Option<Peaks>,
+    /// CPU time (user + system) of the agent and of every process it
+    /// reaped (its commands; the old namespace probe's child).
+    pub cpu: Duration,
 }
 
 /// Runs `nanohermes run` once with `script`; `watch` samples its memory.
+/// Runs are never concurrent: the CPU figure is this process's reaped
+/// children's, before and after.
 pub async fn run(
-    bins: &Bins,
-    setting: &Setting,
-    script: Vec<Step>,
-    watch: bool,
-) -> anyhow::Result<Run> {
-    run_under(&[], bins, setting, script, watch).await
-}
-
-/// [`run`], with the agent started by `launcher` (a program and its
-/// arguments, such as `valgrind --tool=callgrind`) when it is not empty.
-pub async fn run_under(
-    launcher: &[String],
     bins: &Bins,
     setting: &Setting,
     script: Vec<Step>,
@@ -160,14 +139,7 @@ pub async fn run_under(
 ) -> anyhow::Result<Run> {
     let expected = script.len();
     let mock = MockModel::start_keep_alive(script).await;
-    let mut command = match launcher.split_first() {
-        Some((program, args)) => {
-            let mut command = tokio::process::Command::new(program);
-            command.args(args).arg(bins.agent());
-            command
-        }
-        None => tokio::process::Command::new(bins.agent()),
-    };
+    let mut command = tokio::process::Command::new(bins.agent());
     command
         .args(["run", "--workspace"])
         .arg(setting.workspace())
@@ -180,11 +152,13 @@ pub async fn run_under(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
+    let cpu_before = children_cpu();
     let start = Instant::now();
     let mut child = command.spawn()?;
     let watcher = watch.then(|| Watch::start(child.id().unwrap_or_default()));
     let status = child.wait().await?;
     let total = start.elapsed();
+    let cpu = children_cpu().saturating_sub(cpu_before);
     let peaks = watcher.map(Watch::finish);
     anyhow::ensure!(status.success(), "nanohermes run failed: {status}");
     let requests = mock.requests();
@@ -204,7 +178,23 @@ pub async fn run_under(
             .map(|w| w[1].at.duration_since(w[0].at))
             .collect(),
         peaks,
+        cpu,
     })
+}
+
+/// User + system CPU of this process's reaped children (`RUSAGE_CHILDREN`).
+#[allow(unsafe_code)]
+fn children_cpu() -> Duration {
+    // SAFETY: getrusage fills the struct it is given; zeroed is a valid one.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
+        usage
+    };
+    let time = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    time(usage.ru_utime) + time(usage.ru_stime)
 }
 
 /// The 4-step task of the issue: list, read, shell, write, then the answer.

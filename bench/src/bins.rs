@@ -1,5 +1,6 @@
 //! The binaries under test: the ones built next to this harness (same
-//! target directory and profile).
+//! target directory and profile), or another agent binary beside them
+//! (`--baseline`).
 
 use std::path::PathBuf;
 
@@ -15,8 +16,11 @@ pub const SERVERS: [&str; 7] = [
 ];
 
 /// Where the binaries are.
+#[derive(Clone)]
 pub struct Bins {
     dir: PathBuf,
+    /// An agent other than the one in `dir`.
+    agent: Option<PathBuf>,
 }
 
 impl Bins {
@@ -27,7 +31,7 @@ impl Bins {
             .parent()
             .ok_or_else(|| anyhow::anyhow!("{} has no directory", exe.display()))?
             .to_path_buf();
-        let bins = Bins { dir };
+        let bins = Bins { dir, agent: None };
         anyhow::ensure!(
             bins.agent().exists(),
             "{} is missing; build every binary first: scripts/bench (or cargo build --release --workspace --bins)",
@@ -36,9 +40,20 @@ impl Bins {
         Ok(bins)
     }
 
+    /// The same binaries with `agent` as the agent; fails when it is missing.
+    pub fn with_agent(&self, agent: PathBuf) -> anyhow::Result<Bins> {
+        anyhow::ensure!(agent.is_file(), "{} is not a file", agent.display());
+        Ok(Bins {
+            agent: Some(agent),
+            ..self.clone()
+        })
+    }
+
     /// The agent.
     pub fn agent(&self) -> PathBuf {
-        self.dir.join("nanohermes")
+        self.agent
+            .clone()
+            .unwrap_or_else(|| self.dir.join("nanohermes"))
     }
 
     /// A binary of this build by name.

@@ -10,15 +10,18 @@
 //!
 //! Sections: `start` (cold start to the first model request, per placement
 //! of the built-ins; exit latency; first-request bytes), `loop` (a 50-step
-//! task of trivial tools), `calls` (one call's round trip per transport),
-//! `rss` (peak memory of the agent and of its process tree), `serve`
+//! task of trivial tools: wall time and CPU per step), `calls` (one call's
+//! round trip per transport), `rss` (memory of the agent and of its process
+//! tree: PSS and anonymous, what a user pays; peak RSS beside), `serve`
 //! (`nanohermes serve` start to the first `run_task` progress), `tools`
 //! (grep against rg, memory search at 100 000 memories), `sizes`, `ready`
 //! (each tool server's spawn → handshake answer → `tools/list` answer over
 //! stdio, both protocol eras, and its exit once stdin closes).
 //!
-//! `nanohermes-bench order FILE` writes the agent's link-order file instead
-//! (see [`order`]; `scripts/symbol-order` runs it).
+//! `--baseline PATH` runs every section with the agent at PATH too (say,
+//! a release build of an earlier commit), alternating with this build's
+//! `--rounds N` times (default 3), and prints the two side by side: each
+//! figure the median of its rounds, with this build's over the baseline's.
 
 // A benchmark prints its table.
 #![allow(clippy::print_stdout)]
@@ -29,7 +32,6 @@ mod calls;
 #[path = "../../agent/nanohermes/tests/support/mock_model.rs"]
 #[allow(dead_code, missing_docs, unreachable_pub)]
 mod mock_model;
-mod order;
 mod ready;
 mod serve_start;
 mod stats;
@@ -40,37 +42,49 @@ use std::time::Duration;
 
 use agent_runs::{Placement, Run, Setting};
 use bins::Bins;
-use stats::{Table, bytes, median, quantile, show};
+use stats::{Number, Table, bytes, median, quantile, show};
 
 /// Every section, in the order they run.
 const SECTIONS: [&str; 8] = [
     "start", "loop", "calls", "rss", "serve", "tools", "sizes", "ready",
 ];
 
-/// The command line: `[--runs N] [SECTION...]`.
+/// The command line: `[--runs N] [--baseline PATH [--rounds N]] [SECTION...]`.
 struct Args {
     runs: usize,
+    baseline: Option<std::path::PathBuf>,
+    rounds: usize,
     sections: Vec<String>,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
     let mut args = Args {
         runs: 15,
+        baseline: None,
+        rounds: 3,
         sections: Vec::new(),
     };
     let mut argv = std::env::args().skip(1);
+    let positive = |value: Option<String>, flag: &str| {
+        value
+            .and_then(|n| n.parse().ok())
+            .filter(|&n| n > 0)
+            .ok_or_else(|| anyhow::anyhow!("{flag} takes a positive number"))
+    };
     while let Some(arg) = argv.next() {
         match arg.as_str() {
-            "--runs" => {
-                args.runs = argv
-                    .next()
-                    .and_then(|n| n.parse().ok())
-                    .filter(|&n| n > 0)
-                    .ok_or_else(|| anyhow::anyhow!("--runs takes a positive number"))?;
+            "--runs" => args.runs = positive(argv.next(), "--runs")?,
+            "--rounds" => args.rounds = positive(argv.next(), "--rounds")?,
+            "--baseline" => {
+                args.baseline = Some(
+                    argv.next()
+                        .ok_or_else(|| anyhow::anyhow!("--baseline takes an agent binary"))?
+                        .into(),
+                );
             }
             "-h" | "--help" => {
                 println!(
-                    "usage: nanohermes-bench [--runs N] [{}]\n       nanohermes-bench order FILE",
+                    "usage: nanohermes-bench [--runs N] [--baseline AGENT [--rounds N]] [{}]",
                     SECTIONS.join("|")
                 );
                 std::process::exit(0);
@@ -90,38 +104,67 @@ fn parse_args() -> anyhow::Result<Args> {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
-    let mut argv = std::env::args().skip(1);
-    if argv.next().as_deref() == Some("order") {
-        let out = argv
-            .next()
-            .ok_or_else(|| anyhow::anyhow!("usage: nanohermes-bench order FILE"))?;
-        return order::write_order_file(&Bins::beside_me()?, out.as_ref()).await;
-    }
     let args = parse_args()?;
     let bins = Bins::beside_me()?;
-    let mut table = Table::default();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let Some(baseline) = &args.baseline else {
+        let mut table = Table::default();
+        for section in &args.sections {
+            eprintln!("== {section}");
+            run_section(section, &bins, args.runs, &mut table).await?;
+        }
+        println!(
+            "nanohermes-bench: profile {}, {} runs per figure, {cores} cores\n",
+            bins.profile(),
+            args.runs,
+        );
+        print!("{}", table.render());
+        return Ok(());
+    };
+    // Alternating, section by section: a machine that gets busier or
+    // quieter meanwhile weighs on both builds alike.
+    let base = bins.with_agent(baseline.clone())?;
+    let mut base_rounds: Vec<Table> = (0..args.rounds).map(|_| Table::default()).collect();
+    let mut this_rounds: Vec<Table> = (0..args.rounds).map(|_| Table::default()).collect();
     for section in &args.sections {
-        eprintln!("== {section}");
-        match section.as_str() {
-            "start" => start(&bins, args.runs, &mut table).await?,
-            "loop" => loop_overhead(&bins, args.runs, &mut table).await?,
-            "calls" => calls(&bins, &mut table).await?,
-            "rss" => rss(&bins, args.runs, &mut table).await?,
-            "serve" => serve(&bins, args.runs, &mut table).await?,
-            "tools" => tool_figures(&bins, &mut table).await?,
-            "sizes" => sizes(&bins, &mut table)?,
-            "ready" => ready_figures(&bins, args.runs, &mut table).await?,
-            _ => unreachable!("checked by parse_args"),
+        for round in 0..args.rounds {
+            eprintln!("== {section}, round {}, baseline", round + 1);
+            run_section(section, &base, args.runs, &mut base_rounds[round]).await?;
+            eprintln!("== {section}, round {}, this build", round + 1);
+            run_section(section, &bins, args.runs, &mut this_rounds[round]).await?;
         }
     }
     println!(
-        "nanohermes-bench: profile {}, {} runs per figure, {} cores\n",
+        "nanohermes-bench: profile {}, baseline {} against {}, {} runs per figure, \
+         median of {} alternating rounds, {cores} cores\n",
         bins.profile(),
+        baseline.display(),
+        bins.agent().display(),
         args.runs,
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        args.rounds,
     );
-    print!("{}", table.render());
+    print!("{}", Table::side_by_side(&base_rounds, &this_rounds));
     Ok(())
+}
+
+/// Runs one section against `bins`, adding its rows to `table`.
+async fn run_section(
+    section: &str,
+    bins: &Bins,
+    runs: usize,
+    table: &mut Table,
+) -> anyhow::Result<()> {
+    match section {
+        "start" => start(bins, runs, table).await,
+        "loop" => loop_overhead(bins, runs, table).await,
+        "calls" => calls(bins, table).await,
+        "rss" => rss(bins, runs, table).await,
+        "serve" => serve(bins, runs, table).await,
+        "tools" => tool_figures(bins, table).await,
+        "sizes" => sizes(bins, table),
+        "ready" => ready_figures(bins, runs, table).await,
+        _ => unreachable!("checked by parse_args"),
+    }
 }
 
 /// `runs` runs of `script` (after one warm-up run) in a fresh setting.
@@ -153,37 +196,47 @@ async fn start(bins: &Bins, runs: usize, table: &mut Table) -> anyhow::Result<()
     ] {
         let samples = runs_of(bins, placement, runs, agent_runs::four_steps, false).await?;
         let first: Vec<Duration> = samples.iter().map(|r| r.first_request).collect();
-        table.row(
+        table.measure(
             &format!(
                 "exec → first model request, built-ins {}",
                 placement.label()
             ),
-            show(median(first.clone())),
+            Number::Time(median(first.clone())),
             best(first.into_iter()),
             goal,
         );
         let total: Vec<Duration> = samples.iter().map(|r| r.total).collect();
-        table.row(
+        table.measure(
             &format!(
                 "4-step task (list, read, shell, write), exec → exit, {}",
                 placement.label()
             ),
-            show(median(total.clone())),
+            Number::Time(median(total.clone())),
             best(total.into_iter()),
+            "",
+        );
+        let cpu: Vec<Duration> = samples.iter().map(|r| r.cpu).collect();
+        table.measure(
+            &format!(
+                "4-step task, CPU (user + system, commands included), {}",
+                placement.label()
+            ),
+            Number::Time(median(cpu.clone())),
+            best(cpu.into_iter()),
             "",
         );
         if placement == Placement::InProcess {
             let exit: Vec<Duration> = samples.iter().map(|r| r.exit_after_last).collect();
-            table.row(
+            table.measure(
                 "last model reply → exit",
-                show(median(exit.clone())),
+                Number::Time(median(exit.clone())),
                 best(exit.into_iter()),
                 "≤ 2 ms",
             );
             let bodies = &samples[0].bodies;
-            table.row(
+            table.measure(
                 "first request body (every built-in declared)",
-                bytes(bodies[0] as u64),
+                Number::Bytes(bodies[0] as u64),
                 String::new(),
                 "≤ 10 KB",
             );
@@ -221,10 +274,34 @@ async fn loop_overhead(bins: &Bins, runs: usize, table: &mut Table) -> anyhow::R
         .collect();
     let p50 = quantile(&mut gaps, 0.5);
     let p99 = quantile(&mut gaps, 0.99);
-    table.row(
+    table.measure(
         &format!("one step of a {STEPS}-step task (reply → next request, in-process tool)"),
-        show(p50),
+        Number::Time(p50),
         format!("p99 {}", show(p99)),
+        "≤ 0.3 ms",
+    );
+    // The agent's own CPU per step: a run of STEPS steps less a run of
+    // none (the same start and exit), over STEPS.
+    let none = runs_of(
+        bins,
+        Placement::InProcess,
+        runs,
+        || agent_runs::trivial_steps(0),
+        false,
+    )
+    .await?;
+    let cpu_none = median(none.iter().map(|r| r.cpu).collect());
+    let cpu_steps = median(samples.iter().map(|r| r.cpu).collect());
+    table.measure(
+        "CPU of a one-reply run (user + system, exec → exit)",
+        Number::Time(cpu_none),
+        String::new(),
+        "",
+    );
+    table.measure(
+        &format!("agent CPU per loop step (({STEPS}-step run − one-reply run) / {STEPS}, medians)"),
+        Number::Time(cpu_steps.saturating_sub(cpu_none) / STEPS as u32),
+        String::new(),
         "≤ 0.3 ms",
     );
     let last = samples
@@ -274,25 +351,49 @@ async fn calls(bins: &Bins, table: &mut Table) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Memory on the 4-step task: per figure the median over runs of each
+/// run's peak (PSS and anonymous memory sampled every 2 ms; RSS is the
+/// kernel's high-water mark, shared file-backed text included).
 async fn rss(bins: &Bins, runs: usize, table: &mut Table) -> anyhow::Result<()> {
     for (placement, goal) in [(Placement::InProcess, "≤ 15 MB"), (Placement::Process, "")] {
         let samples = runs_of(bins, placement, runs.min(5), agent_runs::four_steps, true).await?;
         let peaks: Vec<_> = samples.iter().filter_map(|r| r.peaks).collect();
-        let leader = peaks.iter().map(|p| p.leader_kib).max().unwrap_or(0) * 1024;
-        let tree = peaks.iter().map(|p| p.tree_kib).max().unwrap_or(0) * 1024;
-        table.row(
-            &format!("peak RSS, agent process, built-ins {}", placement.label()),
-            bytes(leader),
-            String::new(),
+        let median_of = |kib: fn(&tree::Peaks) -> u64| {
+            let mut values: Vec<u64> = peaks.iter().map(kib).collect();
+            values.sort();
+            Number::Bytes(
+                values
+                    .get(values.len().saturating_sub(1) / 2)
+                    .copied()
+                    .unwrap_or(0)
+                    * 1024,
+            )
+        };
+        let label = placement.label();
+        table.measure(
+            &format!("peak PSS, agent process, built-ins {label}"),
+            median_of(|p| p.leader_pss_kib),
+            "sampled every 2 ms".into(),
             goal,
         );
-        table.row(
-            &format!(
-                "peak RSS, whole process tree, built-ins {}",
-                placement.label()
-            ),
-            bytes(tree),
+        table.measure(
+            &format!("peak anonymous RSS, agent process, built-ins {label}"),
+            median_of(|p| p.leader_anon_kib),
             "sampled every 2 ms".into(),
+            "",
+        );
+        table.measure(
+            &format!("peak PSS, whole process tree (summed), built-ins {label}"),
+            median_of(|p| p.tree_pss_kib),
+            "sampled every 2 ms".into(),
+            "",
+        );
+        table.measure(
+            &format!(
+                "peak RSS (VmHWM, shared file-backed text included), agent, built-ins {label}"
+            ),
+            median_of(|p| p.leader_rss_kib),
+            String::new(),
             "",
         );
     }
@@ -365,10 +466,14 @@ fn sizes(bins: &Bins, table: &mut Table) -> anyhow::Result<()> {
             None => bytes(built),
         }
     };
-    table.row(
-        "binary size: nanohermes (agent + every built-in)",
-        size(bins.agent()),
-        String::new(),
+    let agent = bins.agent();
+    table.measure(
+        "binary size: nanohermes (agent + every built-in), stripped",
+        Number::Bytes(stripped_size(&agent).unwrap_or(0)),
+        format!(
+            "{} as built",
+            bytes(std::fs::metadata(&agent).map(|m| m.len()).unwrap_or(0))
+        ),
         "",
     );
     let servers: Vec<String> = bins::SERVERS
@@ -386,16 +491,6 @@ fn sizes(bins: &Bins, table: &mut Table) -> anyhow::Result<()> {
         servers.join(", "),
         String::new(),
         "",
-    );
-    let found = match order::names_found(&bins.agent())? {
-        Some((found, listed)) => format!("{found} of {listed}"),
-        None => "unknown (no nm, or a stripped binary)".to_owned(),
-    };
-    table.row(
-        "link-order names the agent defines (agent/link/hot-symbols.txt)",
-        found,
-        String::new(),
-        "all: else run scripts/symbol-order",
     );
     Ok(())
 }

@@ -1,6 +1,13 @@
-//! Peak resident memory of a process and of its whole tree, sampled from
-//! `/proc` while it runs (the kernel keeps `VmHWM` per process, but not for
-//! a tree, and a child's figures are gone once it is reaped).
+//! Memory of a process and of its whole tree, sampled from `/proc` while
+//! it runs (a child's figures are gone once it is reaped).
+//!
+//! What a user pays is PSS (`/proc/PID/smaps_rollup`): each page divided
+//! among the processes that map it, so the agent's text, shared with every
+//! `nanohermes builtin` child (the same binary) and with the page cache, is
+//! counted once across the tree, not once per process as RSS counts it.
+//! Anonymous memory (heap, stacks) is what no other process or the page
+//! cache can share or drop. Plain peak RSS (`VmHWM`) is kept beside them,
+//! labelled, for comparison with earlier figures.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,47 +21,52 @@ const EVERY: Duration = Duration::from_millis(2);
 /// A sampler of one process tree, stopped by [`Watch::finish`].
 pub struct Watch {
     stop: Arc<AtomicBool>,
-    leader_kib: Arc<AtomicU64>,
-    tree_kib: Arc<AtomicU64>,
+    peaks: Arc<[AtomicU64; 4]>,
     thread: Option<JoinHandle<()>>,
 }
 
 /// Peaks seen by a [`Watch`], in KiB.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Peaks {
-    /// The leader's own high-water mark (`VmHWM`).
-    pub leader_kib: u64,
-    /// The largest sum of `VmRSS` over the leader and its descendants at one sample.
-    pub tree_kib: u64,
+    /// The leader's largest PSS at one sample.
+    pub leader_pss_kib: u64,
+    /// The leader's largest anonymous resident memory at one sample.
+    pub leader_anon_kib: u64,
+    /// The leader's RSS high-water mark (`VmHWM`), shared file pages included.
+    pub leader_rss_kib: u64,
+    /// The largest sum of PSS over the leader and its descendants at one sample.
+    pub tree_pss_kib: u64,
 }
 
 impl Watch {
     /// Starts sampling the tree led by `pid`.
     pub fn start(pid: u32) -> Watch {
         let stop = Arc::new(AtomicBool::new(false));
-        let leader_kib = Arc::new(AtomicU64::new(0));
-        let tree_kib = Arc::new(AtomicU64::new(0));
+        let peaks: Arc<[AtomicU64; 4]> = Arc::new(Default::default());
         let thread = {
-            let (stop, leader_kib, tree_kib) = (stop.clone(), leader_kib.clone(), tree_kib.clone());
+            let (stop, peaks) = (stop.clone(), peaks.clone());
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     if let Some(hwm) = status_kib(pid, "VmHWM:") {
-                        leader_kib.fetch_max(hwm, Ordering::Relaxed);
+                        peaks[2].fetch_max(hwm, Ordering::Relaxed);
+                    }
+                    if let Some(rollup) = Rollup::of(pid) {
+                        peaks[0].fetch_max(rollup.pss_kib, Ordering::Relaxed);
+                        peaks[1].fetch_max(rollup.anon_kib, Ordering::Relaxed);
                     }
                     let sum: u64 = descendants(pid)
                         .into_iter()
                         .chain([pid])
-                        .filter_map(|p| status_kib(p, "VmRSS:"))
+                        .filter_map(|p| Rollup::of(p).map(|r| r.pss_kib))
                         .sum();
-                    tree_kib.fetch_max(sum, Ordering::Relaxed);
+                    peaks[3].fetch_max(sum, Ordering::Relaxed);
                     std::thread::sleep(EVERY);
                 }
             })
         };
         Watch {
             stop,
-            leader_kib,
-            tree_kib,
+            peaks,
             thread: Some(thread),
         }
     }
@@ -65,17 +77,46 @@ impl Watch {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+        let peak = |i: usize| self.peaks[i].load(Ordering::Relaxed);
         Peaks {
-            leader_kib: self.leader_kib.load(Ordering::Relaxed),
-            tree_kib: self.tree_kib.load(Ordering::Relaxed),
+            leader_pss_kib: peak(0),
+            leader_anon_kib: peak(1),
+            leader_rss_kib: peak(2),
+            tree_pss_kib: peak(3),
         }
+    }
+}
+
+/// Two lines of `/proc/PID/smaps_rollup`, in KiB.
+#[derive(Debug, Clone, Copy)]
+struct Rollup {
+    /// `Pss:`.
+    pss_kib: u64,
+    /// `Anonymous:`.
+    anon_kib: u64,
+}
+
+impl Rollup {
+    fn of(pid: u32) -> Option<Rollup> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+        Some(Rollup {
+            pss_kib: kib_line(&text, "Pss:")?,
+            anon_kib: kib_line(&text, "Anonymous:")?,
+        })
     }
 }
 
 /// A `kB` line of `/proc/PID/status`.
 fn status_kib(pid: u32, key: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with(key))?;
+    kib_line(
+        &std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?,
+        key,
+    )
+}
+
+/// The value of the `KEY  N kB` line of a `/proc` file.
+fn kib_line(text: &str, key: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with(key))?;
     line[key.len()..]
         .trim()
         .trim_end_matches("kB")
@@ -135,7 +176,12 @@ mod tests {
         assert!(descendants(std::process::id()).contains(&child.id()));
         child.wait().unwrap();
         let peaks = watch.finish();
-        assert!(peaks.leader_kib > 0, "{peaks:?}");
-        assert!(peaks.tree_kib > peaks.leader_kib / 2, "{peaks:?}");
+        assert!(
+            peaks.leader_pss_kib > 0 && peaks.leader_anon_kib > 0,
+            "{peaks:?}"
+        );
+        assert!(peaks.leader_rss_kib >= peaks.leader_pss_kib, "{peaks:?}");
+        // The shell and its sleep: more than the shell alone.
+        assert!(peaks.tree_pss_kib > peaks.leader_pss_kib, "{peaks:?}");
     }
 }

@@ -376,22 +376,29 @@ fn danger_full_access_confines_nothing_and_says_so() {
     assert_eq!(sandbox.startup_warning(), None);
 }
 
-/// A sandbox made before the probe answered (as the servers make theirs at
-/// start, while `cli::main`'s probe thread runs) reads the system's support
-/// when it first needs it, and enforces what the probe found.
+/// A sandbox made before any command has tried the namespaces (as the
+/// servers make theirs at start) assumes them; its first command is the
+/// test, and runs fully confined: no write outside the root, none into the
+/// git directory. What it found is what the explicit probe finds.
 #[tokio::test]
-async fn a_sandbox_made_while_the_probe_runs_enforces_what_the_probe_found() {
+async fn the_first_command_finds_out_what_the_probe_would_and_is_confined_by_it() {
     let dirs = dirs();
-    let policy = policy(SandboxMode::WorkspaceWrite, false);
-    Support::probe_in_background();
-    let early = Sandbox::new(policy.clone(), &dirs.root);
-    let probed = Sandbox::with_support(policy, &dirs.root, Support::probe().clone());
-    assert_eq!(early.missing(), probed.missing());
-    assert_eq!(early.status(), probed.status());
+    std::fs::create_dir_all(dirs.root.join(".git/hooks")).unwrap();
+    let early = Sandbox::new(policy(SandboxMode::WorkspaceWrite, false), &dirs.root);
+    assert!(early.missing().is_empty(), "{:?}", early.missing());
     let target = dirs.sibling.join("f");
-    let (ok, text) = run(&early, &dirs, &format!("echo x > '{}'", target.display())).await;
+    let (ok, text) = run(
+        &early,
+        &dirs,
+        &format!(
+            "echo x > '{}' || printf x > .git/hooks/pre-commit",
+            target.display()
+        ),
+    )
+    .await;
     assert!(
-        !ok && !target.exists(),
-        "a write outside the root was allowed: {text}"
+        !ok && !target.exists() && !dirs.root.join(".git/hooks/pre-commit").exists(),
+        "a write outside the root or into .git was allowed: {text}"
     );
+    assert_eq!(Support::known(), Support::probe());
 }

@@ -79,9 +79,9 @@ pub fn serve_builtin_main(name: &str, args: &[OsString]) -> ExitCode {
         Builtin::Shell => {
             nanohermes_shell::signals::survive_interrupts_when_piped();
             let server = nanohermes_shell::ShellServer::with_sandbox(ctx, options.sandbox);
-            server
-                .sandbox()
-                .warn_on_stderr_in_background(&format!("nanohermes builtin {label}"));
+            if let Some(warning) = server.sandbox().startup_warning() {
+                eprintln!("nanohermes builtin {label}: {warning}");
+            }
             let code = mcp_tools::serve::run(label, serve, server);
             // Whatever is still running dies with the server.
             mcp_tools::spawn::kill_all_spawned();

@@ -97,14 +97,6 @@ pub fn main() -> ExitCode {
         return nanohermes_builtins::serve_builtin_main(name, args);
     }
     init_logging();
-    if matches!(
-        cli.command,
-        None | Some(Command::Run { .. } | Command::Serve(_))
-    ) {
-        // The sandbox's probe starts a child; it runs while the config
-        // loads and the servers start, off the first request's path.
-        mcp_tools::spawn::sandbox::Support::probe_in_background();
-    }
     // One agent's loop is sequential and its tools' blocking work goes to
     // the blocking pool: one thread runs it without the cross-thread
     // wake-ups a worker pool costs on every message (notes/rmcp-3.11.md

@@ -89,6 +89,11 @@ pub struct SpawnCommand {
     command: Command,
     seq: u64,
     marker: String,
+    /// Set by [`Sandbox::confine`] when this spawn finds out whether
+    /// namespaces work.
+    first_try: Option<sandbox::FirstTry>,
+    /// The warning of a spawn again with Landlock only.
+    sandbox_warning: Option<String>,
 }
 
 /// The marker of a command handed out by [`SpawnCommand::into_command`],
@@ -140,12 +145,54 @@ pub fn command(program: impl AsRef<OsStr>, env: &EnvPolicy) -> SpawnCommand {
         command,
         seq,
         marker,
+        first_try: None,
+        sandbox_warning: None,
     }
 }
 
 impl SpawnCommand {
     /// Spawns the child; returns it with the tree it leads.
+    ///
+    /// A sandboxed child that cannot enter its namespaces fails before it
+    /// execs: the command never started. The first such failure teaches
+    /// the process that namespaces are unavailable; then the command is
+    /// refused (the error is the sandbox's refusal), or, with
+    /// `sandbox_unavailable = "warn"`, spawned again with Landlock only
+    /// and [`sandbox_warning`](Self::sandbox_warning) says so. Never is a
+    /// command run with less than its policy without a refusal or a warning.
     pub fn spawn(&mut self) -> io::Result<(Child, ProcessTree)> {
+        let first_try = self.first_try.take();
+        match self.spawn_once() {
+            Ok(spawned) => {
+                if let Some(first_try) = first_try {
+                    first_try.succeeded();
+                }
+                Ok(spawned)
+            }
+            Err(e) => match (sandbox::child::namespace_failure(&e), first_try) {
+                (Some(why), Some(first_try)) => match first_try.failed(why) {
+                    Ok(warning) => {
+                        self.sandbox_warning = Some(warning);
+                        self.spawn_once()
+                    }
+                    Err(refusal) => Err(io::Error::new(io::ErrorKind::PermissionDenied, refusal)),
+                },
+                (Some(why), None) => Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!("the command was not run: its sandbox failed: {why}"),
+                )),
+                (None, _) => Err(e),
+            },
+        }
+    }
+
+    /// The warning for the command's result when [`spawn`](Self::spawn)
+    /// found namespaces unavailable and ran it with Landlock only.
+    pub fn sandbox_warning(&self) -> Option<&str> {
+        self.sandbox_warning.as_deref()
+    }
+
+    fn spawn_once(&mut self) -> io::Result<(Child, ProcessTree)> {
         reaper::ensure();
         subreaper::note_spawn();
         // The leader is registered before the reaping loop can look: it

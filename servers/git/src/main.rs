@@ -19,8 +19,6 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    // First: this process may be the sandbox's namespace probe.
-    mcp_tools::spawn::sandbox::answer_probe();
     let cli = Cli::parse();
     let ctx = match cli.serve.context() {
         Ok(ctx) => ctx,

@@ -422,6 +422,12 @@ impl Git {
                 GitError::Spawn(binary, e.to_string())
             }
         })?;
+        // The spawn itself may have found the namespaces missing.
+        if let Some(w) = command.sandbox_warning()
+            && !(reader && self.sandbox.policy().mode == SandboxMode::DangerFullAccess)
+        {
+            warning = Some(w.to_owned());
+        }
         let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
         let (mut out_pipe, mut err_pipe) = (child.stdout.take(), child.stderr.take());
         let status = tokio::time::timeout(COMMAND_TIMEOUT, async {

@@ -15,8 +15,6 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    // First: this process may be the sandbox's namespace probe.
-    mcp_tools::spawn::sandbox::answer_probe();
     nanohermes_shell::signals::survive_interrupts_when_piped();
     let cli = Cli::parse();
     let ctx = match cli.serve.context() {
@@ -27,9 +25,9 @@ fn main() -> ExitCode {
         }
     };
     let server = nanohermes_shell::ShellServer::with_sandbox(ctx, cli.sandbox.policy());
-    server
-        .sandbox()
-        .warn_on_stderr_in_background("nanohermes-shell");
+    if let Some(warning) = server.sandbox().startup_warning() {
+        eprintln!("nanohermes-shell: {warning}");
+    }
     let code = mcp_tools::serve::run("nanohermes-shell", &cli.serve, server);
     // Whatever is still running (a task whose driver never got to kill it)
     // dies with the server.

@@ -42,6 +42,8 @@ pub fn spawn_sh(command: &str, cwd: &Path, sandbox: &Sandbox) -> Result<Started,
     let (child, tree) = sh
         .spawn()
         .map_err(|e| format!("cannot start `sh -c`: {e}"))?;
+    // The spawn itself may have found the namespaces missing.
+    let warning = sh.sandbox_warning().map(str::to_owned).or(warning);
     Ok((child, tree, warning))
 }
 

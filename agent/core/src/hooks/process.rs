@@ -56,6 +56,9 @@ pub async fn run(
         Ok(spawned) => spawned,
         Err(e) => return Finished::NotStarted(e.to_string()),
     };
+    if let Some(warning) = cmd.sandbox_warning() {
+        tracing::warn!("hook `{command}`: {warning}");
+    }
     let stdin = child.stdin.take();
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();

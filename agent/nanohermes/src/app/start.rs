@@ -61,10 +61,9 @@ pub async fn start_agent(
     // A resumed session's found tools are declared from its first request.
     hub.surface(opened.file.surfaced.clone());
     let client = client.await??;
-    // Said once at start when the kernel cannot enforce the sandbox; asked
-    // after the servers started, so the probe (begun in `cli::main`) ran
-    // beside them; still running, it says it on stderr when it answers.
-    let sandbox_warning = sandbox.startup_warning_or_later("nanohermes");
+    // Said once at start when the kernel is known not to enforce the
+    // sandbox (namespaces are found out by the first command, which says so).
+    let sandbox_warning = sandbox.startup_warning();
     let connecting = hub.connecting();
     let warnings = hub
         .warnings()

@@ -1,19 +1,19 @@
-//! The sandbox's namespace probe through the real binary: the warning at
-//! start, the agent answering the probe as a forked child does, the yes
-//! kept between runs, and the protection it enables.
+//! What the sandbox finds out about the system, through the real binary:
+//! the warning at start for what is known then (Landlock), the namespaces
+//! learned from the first command (refused, or run with Landlock only and
+//! a warning, where the kernel refuses them), and the protection they
+//! enable where it does not.
 
 use serde_json::json;
 
-use crate::support::binary::{git, nanohermes, on_mock, workspace_arg};
+use crate::support::binary::{TEST_HOME, git, nanohermes, on_mock, output_of, workspace_arg};
 use crate::support::mock_model::{MockModel, call, text, tool_calls};
 use crate::support::tool_result;
 
 #[tokio::test]
-async fn the_sandbox_warning_is_said_once_at_start_whether_or_not_the_probe_had_answered() {
+async fn the_sandbox_warning_is_said_once_at_start_when_landlock_is_missing() {
     // Without Landlock the policy cannot be enforced: one warning at
     // start, and the command is refused (`sandbox_unavailable = "refuse"`).
-    // The namespace probe still starts a child, so the warning usually comes from
-    // the probe's own thread, after the start.
     let dir = tempfile::tempdir().unwrap();
     let mock = MockModel::start(vec![
         tool_calls(&[call("c1", "run_command", json!({"command": "true"}))]).into(),
@@ -36,108 +36,129 @@ async fn the_sandbox_warning_is_said_once_at_start_whether_or_not_the_probe_had_
     assert!(result.starts_with("ERROR"), "{result}");
 }
 
-#[tokio::test]
-async fn the_agent_binary_answers_the_namespace_probe_as_a_forked_child_does() {
-    // The agent probes by starting itself (posix_spawn, no fork of the
-    // agent); this test binary probes the old way, forking. They agree.
-    use mcp_tools::spawn::sandbox::{PROBE_ARG, Support};
-    let forked = Support::probe().namespaces.clone();
-    let run = nanohermes(&[PROBE_ARG], &[]).await;
-    assert_eq!(
-        run.code == Some(0),
-        forked.is_ok(),
-        "{run:#?} against {forked:?}"
-    );
-    assert!(run.stdout.is_empty() && run.stderr.is_empty(), "{run:#?}");
+/// Runs the real binary with `args` in a user namespace that may make no
+/// more of them (`max_user_namespaces` 0), so the kernel refuses every
+/// sandboxed command's namespace step, as on a system without them. Where
+/// this system already refuses user namespaces, runs it as it is.
+async fn without_namespaces(args: &[&str], env: &[(&str, &str)]) -> crate::support::binary::Run {
+    let nested = std::process::Command::new("unshare")
+        .args(["-U", "-r", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    let mut command = if nested {
+        let mut command = tokio::process::Command::new("unshare");
+        command.args([
+            "-U",
+            "-r",
+            "sh",
+            "-c",
+            "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" \"$@\"",
+            env!("CARGO_BIN_EXE_nanohermes"),
+        ]);
+        command
+    } else {
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"))
+    };
+    command.args(args).kill_on_drop(true);
+    for name in [
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "NANOHERMES_MODEL",
+        "NANOHERMES_LOG",
+    ] {
+        command.env_remove(name);
+    }
+    command.envs(env.iter().copied());
+    output_of(&mut command).await
+}
+
+/// The model's two commands in a system without namespaces, under
+/// `sandbox_unavailable = WHEN`: each writes `ran-N.txt` in the workspace
+/// and tries a file outside it (and outside the temp directory).
+async fn two_commands_without_namespaces(
+    when: &str,
+) -> (Vec<String>, tempfile::TempDir, tempfile::TempDir) {
+    let (dir, home) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!("sandbox_unavailable = \"{when}\"\n"),
+    )
+    .unwrap();
+    let script = |n: u8| {
+        format!(
+            "echo ran > ran-{n}.txt; echo x > '{}/out-{n}'",
+            outside.path().display()
+        )
+    };
+    let mock = MockModel::start(vec![
+        tool_calls(&[call("c1", "run_command", json!({"command": script(1)}))]).into(),
+        tool_calls(&[call("c2", "run_command", json!({"command": script(2)}))]).into(),
+        text(&["done"]).into(),
+    ])
+    .await;
+    let url = mock.base_url();
+    let workspace = workspace_arg(dir.path());
+    let home_dir = home.path().to_str().unwrap().to_owned();
+    let mut env = on_mock(&mock, &url);
+    env.push(("NANOHERMES_HOME", &home_dir));
+    let run = without_namespaces(&["run", "--workspace", &workspace, "go"], &env).await;
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    // Not known at start: no command had tried the namespaces yet.
+    assert!(!run.stderr.contains("sandbox:"), "{}", run.stderr);
+    let requests = mock.requests();
+    let results = ["c1", "c2"]
+        .iter()
+        .enumerate()
+        .map(|(i, id)| tool_result(requests[i + 1].messages(), id).to_owned())
+        .collect();
+    for n in 1..=2 {
+        assert!(
+            !outside.path().join(format!("out-{n}")).exists(),
+            "command {n} wrote outside the workspace"
+        );
+    }
+    (results, dir, outside)
 }
 
 #[tokio::test]
-async fn a_second_run_reuses_the_namespace_probes_yes_and_a_tampered_entry_is_probed_again() {
-    // The probe's child execs `true` from PATH: a `true` that notes each
-    // run tells from outside whether a run probed.
-    use mcp_tools::spawn::sandbox::{PROBE_CACHE_VAR, Support};
-    let (bin, cache, dir) = (
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-    );
-    let marks = bin.path().join("probes.log");
-    let fake_true = bin.path().join("true");
-    std::fs::write(
-        &fake_true,
-        format!("#!/bin/sh\necho probed >> '{}'\n", marks.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        &fake_true,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.path().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    // The cache is used only in a directory closed to others.
-    std::fs::set_permissions(
-        cache.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o700),
-    )
-    .unwrap();
-    let cache_dir = cache.path().to_str().unwrap().to_owned();
-    let workspace = workspace_arg(dir.path());
-    // A command waits for the probe, so every run's probe has answered.
-    let run_once = || async {
-        let mock = MockModel::start(vec![
-            tool_calls(&[call("c1", "run_command", json!({"command": "echo ran"}))]).into(),
-            text(&["done"]).into(),
-        ])
-        .await;
-        let url = mock.base_url();
-        let mut env = on_mock(&mock, &url);
-        env.extend([
-            ("PATH", path.as_str()),
-            (PROBE_CACHE_VAR, cache_dir.as_str()),
-        ]);
-        let run = nanohermes(&["run", "--workspace", &workspace, "go"], &env).await;
-        assert_eq!(run.code, Some(0), "{run:#?}");
-        let probes = std::fs::read_to_string(&marks)
-            .unwrap_or_default()
-            .lines()
-            .count();
-        let _ = std::fs::remove_file(&marks);
-        probes
-    };
-    let entries = || {
-        std::fs::read_dir(cache.path())
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect::<Vec<_>>()
-    };
-    assert_eq!(run_once().await, 1, "the first run probes");
-    if Support::probe().namespaces.is_err() {
-        // A no is never kept: every run probes again.
-        assert!(entries().is_empty(), "{:?}", entries());
-        assert_eq!(run_once().await, 1);
-        return;
+async fn without_namespaces_the_first_command_learns_it_and_is_refused() {
+    let (results, dir, _outside) = two_commands_without_namespaces("refuse").await;
+    for (n, result) in results.iter().enumerate() {
+        assert!(
+            result.contains("the command was not run: the sandbox (workspace-write, network off) cannot be enforced")
+                && result.contains("namespaces"),
+            "command {}: {result}",
+            n + 1
+        );
+        assert!(
+            !dir.path().join(format!("ran-{}.txt", n + 1)).exists(),
+            "{result}"
+        );
     }
-    let kept = entries();
-    assert_eq!(kept.len(), 1, "one yes kept: {kept:?}");
-    assert_eq!(run_once().await, 0, "the second run reuses the yes");
-    std::fs::write(&kept[0], "nanohermes namespace probe v1\nboot forged\n").unwrap();
-    assert_eq!(
-        run_once().await,
-        1,
-        "an entry for another key is probed again"
-    );
-    let rewritten = std::fs::read_to_string(&kept[0]).unwrap();
-    assert!(!rewritten.contains("forged"), "{rewritten}");
-    assert_eq!(run_once().await, 0);
+}
+
+#[tokio::test]
+async fn without_namespaces_warn_runs_the_first_command_under_landlock_only_and_says_so() {
+    let (results, dir, _outside) = two_commands_without_namespaces("warn").await;
+    for (n, result) in results.iter().enumerate() {
+        assert!(
+            result.contains(
+                "WARNING: the sandbox (workspace-write, network off) is not fully enforced"
+            ) && result.contains("namespaces"),
+            "command {}: {result}",
+            n + 1
+        );
+        assert!(
+            dir.path().join(format!("ran-{}.txt", n + 1)).exists(),
+            "{result}"
+        );
+    }
 }
 
 #[tokio::test]
 async fn a_command_the_agent_runs_cannot_write_git_hooks() {
-    // The protected paths need the namespaces the agent's own probe found:
+    // The protected paths need the namespaces the first command found:
     // the command runs (ran.txt) and the hook is not written.
     let dir = tempfile::tempdir().unwrap();
     git(dir.path(), &["init", "-q"]);
@@ -168,5 +189,29 @@ async fn a_command_the_agent_runs_cannot_write_git_hooks() {
         !run.stderr.contains("sandbox:"),
         "no sandbox warning: {}",
         run.stderr
+    );
+}
+
+#[tokio::test]
+async fn mcp_list_finds_out_whether_namespaces_work_before_any_command() {
+    // No command runs in `mcp list`: it probes, and reports what it found.
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = workspace_arg(dir.path());
+    let args = ["--workspace", &workspace, "mcp", "list"];
+    let with = nanohermes(&args, &[]).await;
+    assert_eq!(with.code, Some(0), "{with:#?}");
+    assert!(
+        with.stdout
+            .contains("sandbox (shell, git hooks, hooks): workspace-write, network off: enforced"),
+        "{}",
+        with.stdout
+    );
+    let without = without_namespaces(&args, &[("NANOHERMES_HOME", TEST_HOME)]).await;
+    assert_eq!(without.code, Some(0), "{without:#?}");
+    assert!(
+        without.stdout.contains("network off: NOT enforced")
+            && without.stdout.contains("namespaces"),
+        "{}",
+        without.stdout
     );
 }

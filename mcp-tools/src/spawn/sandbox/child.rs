@@ -1,8 +1,9 @@
 //! The only code that runs in a sandboxed child between fork and exec,
-//! and the one `unsafe` block it needs (`pre_exec`); and the namespace
-//! probe, whose child is this same program started again ([`answer_probe`]).
+//! and the `unsafe` blocks it needs (`pre_exec`); and the explicit
+//! namespace probe, a forked child doing the same namespace step.
 
 use std::io;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use landlock::{RulesetCreated, RulesetStatus};
@@ -15,20 +16,34 @@ use super::protect::{self, Protect, enter_namespaces, id_maps};
 pub(super) struct ChildSteps {
     protect: Option<Protect>,
     ruleset: Option<RulesetCreated>,
+    /// Set by the parent when the namespaces turned out unavailable: a
+    /// spawn again of the same command skips `protect` (`FirstTry`).
+    skip_protect: Arc<AtomicBool>,
 }
 
 impl ChildSteps {
-    pub(super) fn new(protect: Option<Protect>, ruleset: Option<RulesetCreated>) -> ChildSteps {
-        ChildSteps { protect, ruleset }
+    pub(super) fn new(
+        protect: Option<Protect>,
+        ruleset: Option<RulesetCreated>,
+        skip_protect: Arc<AtomicBool>,
+    ) -> ChildSteps {
+        ChildSteps {
+            protect,
+            ruleset,
+            skip_protect,
+        }
     }
 
     /// Namespaces and mounts first (mounting is impossible once Landlock
     /// is on), then the split into waiter and pid 1 (`contain.rs`), then,
     /// in pid 1 only, `no_new_privs` and `landlock_restrict_self`. Errors are raw
-    /// errno values: building any other `io::Error` would allocate.
+    /// errno values: building any other `io::Error` would allocate; a
+    /// failure to enter the namespaces is tagged ([`namespace_failure`]).
     fn run(&mut self) -> io::Result<()> {
-        if let Some(protect) = &self.protect {
-            protect.enter()?;
+        if let Some(protect) = &self.protect
+            && !self.skip_protect.load(Ordering::Relaxed)
+        {
+            protect.enter(tag)?;
             if protect.contains() {
                 contain::split()?;
             }
@@ -63,81 +78,29 @@ pub(super) fn install(command: &mut tokio::process::Command, mut steps: ChildSte
     }
 }
 
-/// The first argument that makes a binary that calls [`answer_probe`]
-/// the namespace probe's child.
-pub const PROBE_ARG: &str = "--nanohermes-namespace-probe";
-
-/// Whether this binary answers [`PROBE_ARG`] (its `main` called
-/// [`answer_probe`]).
-static ANSWERS_PROBE: AtomicBool = AtomicBool::new(false);
-
-/// The probe child's exit code when it entered the namespaces but could
-/// not exec `true` in them.
-const EXEC_FAILED: i32 = 255;
-
-/// For a program's `main`, first thing: when this process is the
-/// namespace probe's child (its first argument is [`PROBE_ARG`]), it enters
-/// a user and mount namespace and execs `true` there, and never returns;
-/// otherwise it notes that this binary can be the probe's child, and
-/// returns.
-///
-/// Why: the probe then starts this same binary with `posix_spawn` (a
-/// vfork), where it used to fork the whole program to run the same steps
-/// between fork and exec. A fork copies the page tables of a process that
-/// is starting up and write-protects its pages, on the first request's
-/// path (measured before this: with no probe child at all, the agent's
-/// first request came about 1 ms sooner).
-/// The same binary keeps the test what it was: whatever confines this
-/// program (an AppArmor profile, a seccomp filter) confines the probe.
-pub fn answer_probe() {
-    let mut args = std::env::args_os().skip(1);
-    if args.next().as_deref() != Some(std::ffi::OsStr::new(PROBE_ARG)) {
-        ANSWERS_PROBE.store(true, Ordering::Relaxed);
-        return;
-    }
-    let (uid_map, gid_map) = id_maps();
-    if let Err(e) = enter_namespaces(&uid_map, &gid_map, protect::flags(false)) {
-        std::process::exit(e.raw_os_error().unwrap_or(libc_eperm()));
-    }
-    use std::os::unix::process::CommandExt as _;
-    let _ = std::process::Command::new("true").exec();
-    std::process::exit(EXEC_FAILED);
-}
-
 /// Whether a child can enter every namespace a command enters here (user,
-/// mount, PID, network): starts `true` doing just that (once per process, from [`super::Support`]),
-/// through this binary's [`answer_probe`] when it has one.
+/// mount, PID, network): a forked child does just that and execs `true`.
+/// Only [`super::Support::probe`] asks, for a report; commands find out
+/// by trying ([`namespace_failure`]).
 pub(super) fn probe_namespaces() -> Result<(), String> {
-    let refused = |e: io::Error| {
-        format!(
-            "this system does not let a process make user, mount, PID and network namespaces: {e}"
-        )
-    };
-    let self_spawned = ANSWERS_PROBE.load(Ordering::Relaxed);
-    let mut command = if self_spawned {
-        // No pre_exec: std starts it with posix_spawn.
-        let mut command = std::process::Command::new("/proc/self/exe");
-        command.arg(PROBE_ARG);
-        command
-    } else {
-        let (uid_map, gid_map) = id_maps();
-        let mut command = std::process::Command::new("true");
-        probe_install(&mut command, uid_map, gid_map);
-        command
-    };
+    let (uid_map, gid_map) = id_maps();
+    let mut command = std::process::Command::new("true");
+    probe_install(&mut command, uid_map, gid_map);
     command
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
     match command.status() {
         Ok(status) if status.success() => Ok(()),
-        Ok(status) => match status.code() {
-            Some(EXEC_FAILED) => Err("a test child could not run `true` in the namespaces".into()),
-            Some(errno) if self_spawned => Err(refused(io::Error::from_raw_os_error(errno))),
-            _ => Err(format!("a test child ended with {status}")),
-        },
-        Err(e) => Err(refused(e)),
+        Ok(status) => Err(format!("a test child ended with {status}")),
+        Err(e) => Err(namespace_failure(&e)
+            .unwrap_or_else(|| format!("a test child could not start `true`: {e}"))),
     }
+}
+
+/// Why namespaces are unavailable, for the user, from the kernel's error.
+fn refused(e: io::Error) -> String {
+    format!("this system does not let a process make user, mount, PID and network namespaces: {e}")
 }
 
 #[allow(unsafe_code)]
@@ -146,6 +109,29 @@ fn probe_install(command: &mut std::process::Command, uid_map: Vec<u8>, gid_map:
     // SAFETY: as in `install`: the maps are made before the fork and the
     // closure only issues system calls on them.
     unsafe {
-        command.pre_exec(move || enter_namespaces(&uid_map, &gid_map, protect::flags(false)));
+        command.pre_exec(move || {
+            enter_namespaces(&uid_map, &gid_map, protect::flags(false)).map_err(tag)
+        });
     }
+}
+
+/// Added to the errno of a failed namespace step, so the parent tells it
+/// from a failed exec (errno values stay below 4096).
+const NAMESPACE_STEP: i32 = 1 << 20;
+
+/// The child's namespace step failed with `e`: its errno, tagged.
+fn tag(e: io::Error) -> io::Error {
+    io::Error::from_raw_os_error(NAMESPACE_STEP | e.raw_os_error().unwrap_or(libc_eperm()))
+}
+
+/// The kernel's own error inside a tagged one.
+fn untag(code: i32) -> io::Error {
+    io::Error::from_raw_os_error(code & !NAMESPACE_STEP)
+}
+
+/// When a spawn failed because the child could not enter the namespaces
+/// (the command never started): why, for the user.
+pub(crate) fn namespace_failure(e: &io::Error) -> Option<String> {
+    let code = e.raw_os_error()?;
+    (code & NAMESPACE_STEP != 0).then(|| refused(untag(code)))
 }

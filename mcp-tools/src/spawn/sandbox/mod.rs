@@ -35,13 +35,14 @@
 //! rights down a hierarchy, so a root that may create files lets every
 //! directory below it create them too.
 //!
-//! Honest when unavailable: [`Support`] is probed once per process (the
-//! namespace probe's yes is kept for the next process with the same boot,
-//! binary and security context: `probe_cache.rs`, [`PROBE_CACHE_VAR`]); what
-//! the policy asks and the system cannot enforce is named by
-//! [`Sandbox::status`], and [`Sandbox::confine`] either refuses the
-//! command or runs it with what is there and a warning, as
-//! [`WhenUnavailable`] says. `NANOHERMES_SANDBOX_SIMULATE` (`no-landlock`,
+//! Honest when unavailable: [`Support`] asks the kernel for Landlock once
+//! per process, and learns whether namespaces work from the first
+//! sandboxed command, whose child enters them before it execs (a failure
+//! there means the command never started: the spawn refuses it, or runs it
+//! again with Landlock only, [`SpawnCommand::spawn`]); what the policy asks
+//! and the system cannot enforce is named by [`Sandbox::status`], and
+//! [`Sandbox::confine`] either refuses the command or runs it with what is
+//! there and a warning, as [`WhenUnavailable`] says. `NANOHERMES_SANDBOX_SIMULATE` (`no-landlock`,
 //! `abi=N`, `no-namespaces`, comma-separated) makes a process believe its
 //! kernel lacks them, for tests.
 //!
@@ -70,10 +71,9 @@
 //! - `danger-full-access` confines and contains nothing: a process started
 //!   with `setsid env -i` there can outlive the agent.
 
-mod child;
+pub(super) mod child;
 mod contain;
 mod denial;
-mod probe_cache;
 mod protect;
 mod rules;
 mod scan;
@@ -81,12 +81,11 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::ValueEnum;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-
-pub use child::{PROBE_ARG, answer_probe};
 
 /// Directory names that decide what runs later (git's, NanoHermes's own):
 /// read-only to commands at any depth, and written by the file tools only
@@ -97,7 +96,6 @@ pub const PROTECTED_DIRS: [&str; 2] = [".git", ".nanohermes"];
 /// File names that decide what runs later (MCP server lists, hook lists),
 /// protected as [`PROTECTED_DIRS`] are.
 pub const PROTECTED_FILES: [&str; 2] = [".mcp.json", "hooks.json"];
-pub use probe_cache::CACHE_VAR as PROBE_CACHE_VAR;
 pub use support::{SIMULATE_VAR, Support};
 
 use super::SpawnCommand;
@@ -259,8 +257,7 @@ impl SandboxArgs {
 pub struct Sandbox {
     policy: SandboxPolicy,
     root: PathBuf,
-    /// `None`: this system's, probed on first use ([`Support::probe`]), so
-    /// building a sandbox at start-up never waits for the probe's child.
+    /// `None`: this system's, as known at each use ([`Support::known`]).
     support: Option<Support>,
     /// read-only's private temp directory, removed with the last clone.
     private_tmp: Option<Arc<tempfile::TempDir>>,
@@ -284,7 +281,7 @@ pub enum Confined {
 }
 
 impl Sandbox {
-    /// `policy` for commands in `root`, on this system ([`Support::probe`]).
+    /// `policy` for commands in `root`, on this system ([`Support::known`]).
     pub fn new(policy: SandboxPolicy, root: &Path) -> Sandbox {
         Sandbox::build(policy, root, None)
     }
@@ -379,10 +376,10 @@ impl Sandbox {
         Sandbox::with_support(SandboxPolicy::full_access(), root, Support::none())
     }
 
-    /// What the system supports: the one given, else the probe's answer
-    /// (waiting for it the first time).
-    fn support(&self) -> &Support {
-        self.support.as_ref().unwrap_or_else(|| Support::probe())
+    /// What the system supports: the one given, else what is known now
+    /// (namespaces assumed until a command has tried them).
+    fn support(&self) -> Support {
+        self.support.clone().unwrap_or_else(Support::known)
     }
 
     /// The policy.
@@ -397,14 +394,15 @@ impl Sandbox {
             return Vec::new();
         }
         let mut missing = Vec::new();
-        let abi = self.support().landlock_abi;
+        let support = self.support();
+        let abi = support.landlock_abi;
         if abi < rules::FS_ABI {
             missing.push(match abi {
                 0 => "filesystem confinement (this kernel has no Landlock; Linux 6.2 or later with Landlock enabled is needed)".to_owned(),
                 n => format!("filesystem confinement (this kernel has Landlock ABI {n}; ABI {} from Linux 6.2 is needed)", rules::FS_ABI),
             });
         }
-        if let Err(why) = &self.support().namespaces {
+        if let Err(why) = &support.namespaces {
             if !self.policy.network {
                 missing.push(format!(
                     "network off for every protocol (a network namespace: {why}; {})",
@@ -441,10 +439,10 @@ impl Sandbox {
         }
         let missing = self.missing();
         if missing.is_empty() {
+            let abi = self.support().landlock_abi;
             return format!(
-                "{described}: enforced by the kernel (Landlock ABI {}{})",
-                self.support().landlock_abi,
-                if self.support().landlock_abi >= rules::SCOPE_ABI {
+                "{described}: enforced by the kernel (Landlock ABI {abi}{})",
+                if abi >= rules::SCOPE_ABI {
                     ", signals and abstract sockets scoped"
                 } else {
                     ""
@@ -463,77 +461,45 @@ impl Sandbox {
         )
     }
 
-    /// The warning to show once at start, when something is not enforced.
+    /// The warning to show once at start, when something is known not to
+    /// be enforced (the namespaces are known only once a command has
+    /// tried them: a failure is said in that command's result).
     pub fn startup_warning(&self) -> Option<String> {
         (!self.missing().is_empty()).then(|| format!("sandbox: {}", self.status()))
-    }
-
-    /// [`startup_warning`](Self::startup_warning) if it is known without
-    /// waiting for the probe, else `None` and the warning is printed to
-    /// stderr as `LABEL: WARNING` once the probe has answered (as
-    /// [`warn_on_stderr_in_background`](Self::warn_on_stderr_in_background)):
-    /// the probe starts a child, a few milliseconds that a program's start
-    /// should not wait for, while the warning matters only once a command
-    /// runs, and a command waits for the probe anyway.
-    pub fn startup_warning_or_later(&self, label: &str) -> Option<String> {
-        let known = self.policy.mode == SandboxMode::DangerFullAccess
-            || self.support.is_some()
-            || Support::probed().is_some();
-        if known {
-            return self.startup_warning();
-        }
-        self.warn_on_stderr_in_background(label);
-        None
-    }
-
-    /// Prints [`startup_warning`](Self::startup_warning) to stderr as
-    /// `LABEL: WARNING` once the probe has answered, from a thread of its
-    /// own: a server says it at start without waiting for the probe.
-    pub fn warn_on_stderr_in_background(&self, label: &str) {
-        let (sandbox, label) = (self.clone(), label.to_owned());
-        let _ = std::thread::Builder::new()
-            .name("nanohermes-sandbox-warning".into())
-            .spawn(move || {
-                if let Some(warning) = sandbox.startup_warning() {
-                    eprintln!("{label}: {warning}");
-                }
-            });
     }
 
     /// Sets `command` up to run under the policy (call it after its
     /// `current_dir`). `Err` is the refusal for the model when the policy
     /// cannot be enforced and `sandbox_unavailable = "refuse"`.
+    ///
+    /// Before any command has tried the namespaces, this one does: when
+    /// its child cannot enter them, [`SpawnCommand::spawn`] learns so and
+    /// refuses, or spawns it again with Landlock only and keeps the
+    /// warning for [`SpawnCommand::sandbox_warning`]. Callers read that
+    /// after the spawn as they read [`Confined::Partly`] before it.
     pub fn confine(&self, command: &mut SpawnCommand) -> Result<Confined, String> {
         if self.policy.mode == SandboxMode::DangerFullAccess {
             return Ok(Confined::Fully);
         }
+        let support = self.support();
         let missing = self.missing();
         if !missing.is_empty() && self.policy.when_unavailable == WhenUnavailable::Refuse {
-            return Err(format!(
-                "the command was not run: the sandbox ({}) cannot be enforced on this system: {}. \
-                 Ask the user to set sandbox_unavailable = \"warn\" (run without it, with a warning) \
-                 or sandbox = \"danger-full-access\" in ~/.nanohermes/config.toml",
-                self.policy.describe(),
-                missing.join("; ")
-            ));
+            return Err(self.refusal(&missing));
         }
         let cwd = command
             .as_std()
             .get_current_dir()
             .map_or_else(|| self.root.clone(), Path::to_path_buf);
         let writable = self.writable_paths();
-        let ruleset = if self.support().landlock_abi >= rules::FS_ABI {
-            let network = self.policy.network || self.support().landlock_abi < rules::NET_ABI;
-            Some(rules::ruleset(
-                self.support().landlock_abi,
-                &writable,
-                network,
-            )?)
+        let abi = support.landlock_abi;
+        let ruleset = if abi >= rules::FS_ABI {
+            let network = self.policy.network || abi < rules::NET_ABI;
+            Some(rules::ruleset(abi, &writable, network)?)
         } else {
             None
         };
         let mut truncated = false;
-        let protect = self.support().namespaces.is_ok().then(|| {
+        let protect = support.namespaces.is_ok().then(|| {
             let mut protect = protect::isolate(&cwd, self.policy.network);
             if self.policy.mode == SandboxMode::WorkspaceWrite {
                 truncated =
@@ -544,7 +510,19 @@ impl Sandbox {
         if let Some(tmp) = &self.private_tmp {
             command.env("TMPDIR", tmp.path());
         }
-        child::install(command, child::ChildSteps::new(protect, ruleset));
+        let skip_protect = Arc::new(AtomicBool::new(false));
+        // This command finds out whether namespaces work (only this system's
+        // support is learned; a given one is what a test simulates).
+        let first_try =
+            protect.is_some() && self.support.is_none() && !support::namespaces_learned();
+        command.first_try = first_try.then(|| FirstTry {
+            skip_protect: skip_protect.clone(),
+            sandbox: self.clone(),
+        });
+        child::install(
+            command,
+            child::ChildSteps::new(protect, ruleset, skip_protect),
+        );
         if missing.is_empty() && !truncated {
             Ok(Confined::Fully)
         } else if missing.is_empty() {
@@ -556,12 +534,28 @@ impl Sandbox {
                 scan::MAX_DIRS
             )))
         } else {
-            Ok(Confined::Partly(format!(
-                "WARNING: the sandbox ({}) is not fully enforced on this system: {}; the command ran without it (sandbox_unavailable = \"warn\")",
-                self.policy.describe(),
-                missing.join("; ")
-            )))
+            Ok(Confined::Partly(self.partial_warning(&missing)))
         }
+    }
+
+    /// The refusal of a command whose policy misses `missing`.
+    fn refusal(&self, missing: &[String]) -> String {
+        format!(
+            "the command was not run: the sandbox ({}) cannot be enforced on this system: {}. \
+             Ask the user to set sandbox_unavailable = \"warn\" (run without it, with a warning) \
+             or sandbox = \"danger-full-access\" in ~/.nanohermes/config.toml",
+            self.policy.describe(),
+            missing.join("; ")
+        )
+    }
+
+    /// The warning of a command run without `missing` (`warn`).
+    fn partial_warning(&self, missing: &[String]) -> String {
+        format!(
+            "WARNING: the sandbox ({}) is not fully enforced on this system: {}; the command ran without it (sandbox_unavailable = \"warn\")",
+            self.policy.describe(),
+            missing.join("; ")
+        )
     }
 
     /// A note for the model when a finished command's output looks like
@@ -599,5 +593,43 @@ impl Sandbox {
         }
         paths.extend(rules::DEVICES.iter().map(PathBuf::from));
         paths
+    }
+}
+
+/// A command confined before anyone knew whether namespaces work: its
+/// spawn is the test ([`SpawnCommand::spawn`]).
+#[derive(Debug)]
+pub(crate) struct FirstTry {
+    /// Turns the child's namespace step off for a spawn again.
+    skip_protect: Arc<AtomicBool>,
+    /// The sandbox that confined it, for the refusal or the warning.
+    sandbox: Sandbox,
+}
+
+impl FirstTry {
+    /// The spawn succeeded: namespaces work.
+    pub(crate) fn succeeded(self) {
+        support::learn_namespaces(Ok(()));
+    }
+
+    /// The child could not enter the namespaces (`why`), so the command
+    /// never started. Keeps the "no", then: `Err`, the refusal (or, when a
+    /// command has meanwhile entered them, the failure itself: nothing is
+    /// run with less than was found to work); `Ok`, the warning for a
+    /// spawn again with Landlock only (`sandbox_unavailable = "warn"`).
+    pub(crate) fn failed(self, why: String) -> Result<String, String> {
+        if support::learn_namespaces(Err(why.clone())).is_ok() {
+            return Err(format!(
+                "the command was not run: its sandbox failed: {why}"
+            ));
+        }
+        let missing = self.sandbox.missing();
+        match self.sandbox.policy.when_unavailable {
+            WhenUnavailable::Refuse => Err(self.sandbox.refusal(&missing)),
+            WhenUnavailable::Warn => {
+                self.skip_protect.store(true, Ordering::Relaxed);
+                Ok(self.sandbox.partial_warning(&missing))
+            }
+        }
     }
 }

@@ -226,9 +226,10 @@ impl Protect {
 
     /// In the child, after fork: a new user and mount namespace (this
     /// process keeps its uid and gid), then the bind mounts. Only system
-    /// calls on memory made before the fork: async-signal-safe.
-    pub(super) fn enter(&self) -> io::Result<()> {
-        enter_namespaces(&self.uid_map, &self.gid_map, self.flags)?;
+    /// calls on memory made before the fork: async-signal-safe. `tag`
+    /// marks a failure of the namespaces themselves (not of a mount).
+    pub(super) fn enter(&self, tag: fn(io::Error) -> io::Error) -> io::Result<()> {
+        enter_namespaces(&self.uid_map, &self.gid_map, self.flags).map_err(tag)?;
         for path in &self.pins {
             bind(path)?;
         }

@@ -1,7 +1,18 @@
-//! What this system can enforce, probed once per process: the Landlock
-//! ABI (by asking the kernel for rulesets that need each version, the way
-//! the `landlock` crate wants it asked) and whether a child may enter a
-//! user and mount namespace (the protected paths need one).
+//! What this system can enforce: the Landlock ABI (asked of the kernel
+//! once per process, by creating rulesets that need each version, the way
+//! the `landlock` crate wants it asked; no child) and whether a child may
+//! enter user, mount, PID and network namespaces (the protected paths and
+//! containment need them).
+//!
+//! The namespaces are learned from the first sandboxed command, not
+//! probed at start: its child enters them before it execs, so it *is* the
+//! test. If that step fails, the command never started; the answer "no"
+//! is kept for the process ([`learn_namespaces`]) and the spawn either
+//! refuses or runs it again with Landlock only, as `sandbox_unavailable`
+//! says (`SpawnCommand::spawn`). Until a command has tried, the
+//! namespaces are assumed to work. [`Support::probe`] asks explicitly, with
+//! a forked `true`, for reports that cannot wait for a command
+//! (`nanohermes mcp list`).
 
 use std::sync::OnceLock;
 
@@ -20,63 +31,35 @@ pub struct Support {
     /// The highest Landlock ABI that works (0: none), up to 6 (the last
     /// one the sandbox uses: IPC scoping).
     pub landlock_abi: u8,
-    /// Whether a child can enter a user and mount namespace, or why not.
+    /// Whether a child can enter user, mount, PID and network namespaces,
+    /// or why not.
     pub namespaces: Result<(), String>,
 }
 
-/// The probe's answer, once given ([`Support::probe`]).
-static SUPPORT: OnceLock<Support> = OnceLock::new();
+/// The Landlock ABI, asked once ([`landlock_abi`], then [`SIMULATE_VAR`]).
+static LANDLOCK: OnceLock<u8> = OnceLock::new();
+
+/// Whether namespaces work, once a command (or [`Support::probe`]) found out.
+static NAMESPACES: OnceLock<Result<(), String>> = OnceLock::new();
 
 impl Support {
-    /// This system's support, probed on the first call (the namespace
-    /// probe starts one `true`, unless an earlier process with the same
-    /// key found that it works, `probe_cache.rs`) and honouring
-    /// [`SIMULATE_VAR`].
-    pub fn probe() -> &'static Support {
-        SUPPORT.get_or_init(|| {
-            let simulate = std::env::var(SIMULATE_VAR).unwrap_or_default();
-            let mut support = Support {
-                landlock_abi: landlock_abi(),
-                namespaces: Ok(()),
-            };
-            for word in simulate.split(',').map(str::trim) {
-                if word == "no-landlock" {
-                    support.landlock_abi = 0;
-                } else if let Some(n) = word.strip_prefix("abi=").and_then(|n| n.parse().ok()) {
-                    support.landlock_abi = support.landlock_abi.min(n);
-                } else if word == "no-namespaces" {
-                    support.namespaces = Err(format!("simulated by {SIMULATE_VAR}"));
-                }
-            }
-            if support.namespaces.is_ok() {
-                // The key is read once: the same entry is checked and kept.
-                let entry = super::probe_cache::Entry::of_this_process();
-                if !entry.as_ref().is_some_and(|e| e.holds_yes()) {
-                    support.namespaces = super::child::probe_namespaces();
-                    if let (Ok(()), Some(entry)) = (&support.namespaces, &entry) {
-                        entry.keep_yes();
-                    }
-                }
-            }
-            support
-        })
+    /// What this system is known to support now, without starting
+    /// anything: the Landlock ABI, and the namespaces as the first
+    /// sandboxed command found them (assumed to work until one has tried).
+    pub fn known() -> Support {
+        Support {
+            landlock_abi: landlock(),
+            namespaces: learned().cloned().unwrap_or(Ok(())),
+        }
     }
 
-    /// The probe's answer if it has been given, without waiting for it.
-    pub fn probed() -> Option<&'static Support> {
-        SUPPORT.get()
-    }
-
-    /// Starts [`probe`](Self::probe) on a thread of its own and returns at
-    /// once: a program calls it first thing, so the probe's child runs
-    /// while the program loads its config and starts its servers, and the
-    /// first command (or start-up warning) finds the answer ready.
-    pub fn probe_in_background() {
-        let _ = std::thread::Builder::new()
-            .name("nanohermes-sandbox-probe".into())
-            .spawn(|| {
-                Support::probe();
-            });
+    /// This system's support, with the namespaces found out now if no
+    /// command has yet (a forked child enters them and execs `true`).
+    pub fn probe() -> Support {
+        if learned().is_none() {
+            learn_namespaces(super::child::probe_namespaces());
+        }
+        Support::known()
     }
 
     /// A system with nothing: no Landlock, no namespaces.
@@ -86,6 +69,53 @@ impl Support {
             namespaces: Err("not probed".to_owned()),
         }
     }
+}
+
+/// Whether the namespaces' answer is known (a command tried them, or the
+/// probe ran, or they are simulated away).
+pub(super) fn namespaces_learned() -> bool {
+    learned().is_some()
+}
+
+/// Keeps `result` as the process's answer about namespaces, unless one
+/// was kept first; returns the kept one.
+pub(super) fn learn_namespaces(result: Result<(), String>) -> &'static Result<(), String> {
+    let _ = learned();
+    NAMESPACES.get_or_init(|| result)
+}
+
+/// The kept answer; `no-namespaces` in [`SIMULATE_VAR`] keeps a no first.
+fn learned() -> Option<&'static Result<(), String>> {
+    static SIMULATED: OnceLock<()> = OnceLock::new();
+    SIMULATED.get_or_init(|| {
+        if simulated().iter().any(|w| w == "no-namespaces") {
+            let _ = NAMESPACES.set(Err(format!("simulated by {SIMULATE_VAR}")));
+        }
+    });
+    NAMESPACES.get()
+}
+
+/// The words of [`SIMULATE_VAR`].
+fn simulated() -> Vec<String> {
+    std::env::var(SIMULATE_VAR)
+        .unwrap_or_default()
+        .split(',')
+        .map(|w| w.trim().to_owned())
+        .collect()
+}
+
+fn landlock() -> u8 {
+    *LANDLOCK.get_or_init(|| {
+        let mut abi = landlock_abi();
+        for word in simulated() {
+            if word == "no-landlock" {
+                abi = 0;
+            } else if let Some(n) = word.strip_prefix("abi=").and_then(|n| n.parse().ok()) {
+                abi = abi.min(n);
+            }
+        }
+        abi
+    })
 }
 
 /// The highest ABI in 1..=6 whose rights the kernel accepts, else 0.

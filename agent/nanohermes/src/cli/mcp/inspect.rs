@@ -17,6 +17,8 @@ use nanohermes_hub::{Hub, ServerState};
 /// tool count after a real handshake, its era, and where it was configured.
 pub async fn list(setup: Setup) -> anyhow::Result<ExitCode> {
     let specs = setup.config.hub.servers.clone();
+    // No command has run here to find out whether namespaces work: ask.
+    mcp_tools::spawn::sandbox::Support::probe();
     let sandbox =
         mcp_tools::spawn::Sandbox::new(setup.config.hub.sandbox.clone(), &setup.config.workspace)
             .status();
