@@ -412,6 +412,15 @@ fn sandbox_policy(
         when_unavailable: settings.sandbox_unavailable.unwrap_or_default(),
         temp_dir: None,
     };
+    sandbox_for_mode(policy, mode)
+}
+
+/// `policy` as `mode` runs it: read-only in the modes that must not write
+/// (plan, debug), else as configured.
+pub fn sandbox_for_mode(
+    policy: mcp_tools::spawn::SandboxPolicy,
+    mode: Mode,
+) -> mcp_tools::spawn::SandboxPolicy {
     if matches!(mode, Mode::Plan | Mode::Debug) {
         policy.narrowed_to_read_only()
     } else {

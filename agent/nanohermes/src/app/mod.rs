@@ -20,7 +20,7 @@ use nanohermes_core::toolbox::ToolBox;
 use nanohermes_llm::Client;
 use serde_json::Value;
 
-use crate::config::Config;
+use crate::config::{Config, Rules};
 
 /// What differs between the ways an agent is started: its limits and
 /// policy (a `serve` task may narrow them), who answers the calls the
@@ -34,6 +34,18 @@ pub struct RunParts {
     pub interrupt: Interrupt,
     /// The user's hooks, for this workspace and mode.
     pub hooks: Hooks,
+}
+
+/// A run's hooks: the rules' hook groups for `workspace`, their commands
+/// in `sandbox` as the rules' mode runs it. A bad matcher is an error.
+pub fn hooks(
+    rules: &Rules,
+    workspace: &std::path::Path,
+    sandbox: &mcp_tools::spawn::SandboxPolicy,
+) -> anyhow::Result<Hooks> {
+    let mode = nanohermes_core::hooks::mode_name(rules.mode);
+    Ok(Hooks::new(&rules.hooks, workspace, mode)?
+        .with_sandbox(crate::config::sandbox_for_mode(sandbox.clone(), rules.mode)))
 }
 
 /// The one assembly of an agent: `tools` and `client` with the system

@@ -3,7 +3,7 @@
 //! narrowed by the policy, the agent over the session's history.
 
 use nanohermes_core::agent::Agent;
-use nanohermes_core::hooks::{self, Hooks};
+use nanohermes_core::hooks;
 use nanohermes_core::interrupt::Interrupt;
 use nanohermes_core::policy::approval::Approvals;
 use nanohermes_core::prompt;
@@ -43,8 +43,7 @@ pub async fn start_agent(
     let guidance = prompt::load(&config.workspace, &config.guidance);
     // A bad matcher fails here, before any server starts.
     let mode = hooks::mode_name(config.rules.mode);
-    let hooks = Hooks::new(&config.rules.hooks, &config.workspace, mode)?
-        .with_sandbox(config.hub.sandbox.clone());
+    let hooks = super::hooks(&config.rules, &config.workspace, &config.hub.sandbox)?;
     let sandbox = mcp_tools::spawn::Sandbox::new(config.hub.sandbox.clone(), &config.workspace);
     // The first request waits this long for slow servers; the rest join,
     // deferred, at a later step.

@@ -32,7 +32,6 @@ use crate::app::{RunParts, assemble};
 use crate::config::Rules;
 use nanohermes_config::Mode;
 use nanohermes_core::agent::{Agent, AgentConfig, Outcome};
-use nanohermes_core::hooks::{self, Hooks};
 use nanohermes_core::interrupt::Interrupt;
 use nanohermes_core::policy::approval::Answer;
 use nanohermes_core::prompt;
@@ -195,13 +194,8 @@ impl AgentServer {
 
         let rules = narrowed_rules(&runtime.config.rules, mode).map_err(fail)?;
         let policy = rules.policy();
-        let mut sandbox = runtime.config.hub.sandbox.clone();
-        if matches!(rules.mode, Mode::Plan | Mode::Debug) {
-            sandbox = sandbox.narrowed_to_read_only();
-        }
-        let hooks = Hooks::new(&rules.hooks, &workspace, hooks::mode_name(rules.mode))
-            .map_err(|e| fail(format!("{e:#}")))?
-            .with_sandbox(sandbox);
+        let hooks = crate::app::hooks(&rules, &workspace, &runtime.config.hub.sandbox)
+            .map_err(|e| fail(format!("{e:#}")))?;
         let config = AgentConfig {
             max_iterations: args
                 .max_iterations
