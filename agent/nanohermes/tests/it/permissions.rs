@@ -385,3 +385,40 @@ async fn on_a_terminal_the_user_answers_yes_no_and_always() {
         "always is remembered for the run: {screen}"
     );
 }
+
+/// Debug mode runs the shell to reproduce a problem, never to change the
+/// workspace: its commands run in a read-only sandbox, whatever the
+/// configured sandbox allows. Two layers hold it, the per-call grant
+/// (`Policy::call_grants`) and the mode's sandbox the servers and hooks are
+/// given (`config::sandbox_for_mode`); with both turned off this fails.
+#[tokio::test]
+async fn debug_mode_commands_run_in_a_read_only_sandbox() {
+    let w = World::new();
+    std::fs::write(w.home.join("config.toml"), "auto_approve = true\n").unwrap();
+    let mock = MockModel::start(vec![
+        tool_calls(&[call(
+            "c_run",
+            "run_command",
+            json!({"command": "echo ran; echo x > made.txt"}),
+        )])
+        .into(),
+        text(&["done"]).into(),
+    ])
+    .await;
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"));
+    command.args(["--workspace", w.workspace.to_str().unwrap(), "run", "go"]);
+    command.stdin(std::process::Stdio::null());
+    w.env(&mut command, &mock);
+    command.env("NANOHERMES_MODE", "debug");
+    let output = tokio::time::timeout(Duration::from_secs(60), command.output())
+        .await
+        .expect("nanohermes finished")
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+
+    let requests = mock.requests();
+    assert_requests_valid(&requests);
+    let result = tool_result(requests[1].messages(), "c_run");
+    assert!(result.contains("ran"), "the command ran: {result}");
+    assert!(!w.workspace.join("made.txt").exists(), "{result}");
+}
