@@ -16,6 +16,9 @@ use nanohermes_llm::{ChatEvent, ToolCall, Usage};
 pub trait RunEvents: Send {
     /// A piece of the model's text, as it streams.
     fn text(&mut self, delta: &str);
+    /// A piece of the model's reasoning, as it streams: shown apart from
+    /// the answer (dimmed, or as `thinking` events), never counted in it.
+    fn thinking(&mut self, _delta: &str) {}
     /// A tool call finished with `result` (reported in call order).
     fn tool_call(&mut self, call: &ToolCall, result: &str);
     /// A one-line notice: retries, fallbacks, warnings.
@@ -46,6 +49,9 @@ impl<U: RunEvents + ?Sized> RunEvents for &mut U {
     fn text(&mut self, delta: &str) {
         (**self).text(delta);
     }
+    fn thinking(&mut self, delta: &str) {
+        (**self).thinking(delta);
+    }
     fn tool_call(&mut self, call: &ToolCall, result: &str) {
         (**self).tool_call(call, result);
     }
@@ -74,6 +80,7 @@ impl<U: RunEvents + ?Sized> RunEvents for &mut U {
 pub fn report(events: &mut dyn RunEvents, event: ChatEvent<'_>) {
     match event {
         ChatEvent::Text(text) => events.text(text),
+        ChatEvent::Reasoning(text) => events.thinking(text),
         ChatEvent::Retry {
             attempt,
             max_retries,
@@ -93,16 +100,23 @@ pub fn report(events: &mut dyn RunEvents, event: ChatEvent<'_>) {
     }
 }
 
-/// Text to stdout, tool lines and notices to stderr.
+/// Text to stdout; reasoning (dimmed on a terminal), tool lines and
+/// notices to stderr.
 #[derive(Debug, Default)]
 pub struct TerminalUi {
     /// Whether the last text written to stdout ended a line.
     mid_line: bool,
+    /// Whether the last reasoning written to stderr ended a line.
+    thinking_mid_line: bool,
 }
 
 impl TerminalUi {
     /// Ends the current stdout line, if text left it open.
     pub fn finish_line(&mut self) {
+        if self.thinking_mid_line {
+            let _ = writeln!(std::io::stderr().lock());
+            self.thinking_mid_line = false;
+        }
         if self.mid_line {
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out);
@@ -120,6 +134,13 @@ impl RunEvents for TerminalUi {
         self.mid_line = !delta.ends_with('\n');
     }
 
+    fn thinking(&mut self, delta: &str) {
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(dimmed(delta, std::io::IsTerminal::is_terminal(&err)).as_bytes());
+        let _ = err.flush();
+        self.thinking_mid_line = !delta.ends_with('\n');
+    }
+
     fn tool_call(&mut self, call: &ToolCall, result: &str) {
         self.finish_line();
         let _ = writeln!(std::io::stderr().lock(), "{}", tool_line(call, result));
@@ -132,6 +153,15 @@ impl RunEvents for TerminalUi {
 
     fn turn_end(&mut self) {
         self.finish_line();
+    }
+}
+
+/// `text` in the terminal's dim style when `terminal`, else as it is.
+pub fn dimmed(text: &str, terminal: bool) -> std::borrow::Cow<'_, str> {
+    if terminal {
+        format!("\x1b[2m{text}\x1b[0m").into()
+    } else {
+        text.into()
     }
 }
 

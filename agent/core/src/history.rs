@@ -12,7 +12,11 @@
 //!   answer HTTP 500 to every later request otherwise; the raw text goes
 //!   only into the `ERROR:` result the model reads;
 //! - every tool call id is unique in the session ([`CallIds`]);
-//! - a tool result is exactly `{role: "tool", tool_call_id, content}`.
+//! - a tool result is exactly `{role: "tool", tool_call_id, content}`;
+//! - an assistant message keeps what the model reasoned before it under
+//!   `reasoning` ([`nanohermes_llm::reasoning`]): inside the message, so
+//!   nothing (compaction, `/undo`, a session file) can separate it from
+//!   its tool calls; each wire sends it back only where it was made.
 
 use std::collections::HashSet;
 
@@ -37,8 +41,12 @@ pub fn assistant_message(turn: &AssistantTurn) -> Value {
     } else {
         Value::String(turn.content.clone())
     };
+    let mut message = json!({ "role": "assistant", "content": content });
+    if let Some(reasoning) = turn.reasoning.as_ref().filter(|r| !r.is_empty()) {
+        message[nanohermes_llm::reasoning::KEY] = reasoning.to_value();
+    }
     if turn.tool_calls.is_empty() {
-        return json!({ "role": "assistant", "content": content });
+        return message;
     }
     let calls: Vec<Value> = turn
         .tool_calls
@@ -52,7 +60,8 @@ pub fn assistant_message(turn: &AssistantTurn) -> Value {
             })
         })
         .collect();
-    json!({ "role": "assistant", "content": content, "tool_calls": calls })
+    message["tool_calls"] = Value::Array(calls);
+    message
 }
 
 /// The argument text the history keeps for `call`: the model's own text

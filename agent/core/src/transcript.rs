@@ -146,9 +146,12 @@ pub fn encode(message: &Value) -> Box<RawValue> {
     serde_json::value::to_raw_value(message).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
-impl<'a> From<&'a Transcript> for nanohermes_llm::JsonList<'a> {
+impl<'a> From<&'a Transcript> for nanohermes_llm::Conversation<'a> {
     fn from(transcript: &'a Transcript) -> Self {
-        nanohermes_llm::JsonList::Encoded(transcript.encoded())
+        nanohermes_llm::Conversation {
+            messages: &transcript.messages,
+            encoded: Some(transcript.encoded()),
+        }
     }
 }
 

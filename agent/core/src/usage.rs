@@ -19,6 +19,13 @@ pub struct UsageLedger {
     pub prompt_tokens: u64,
     /// Output tokens over the requests that reported usage.
     pub completion_tokens: u64,
+    /// Of the input tokens, those the provider read from its prompt cache.
+    pub cached_tokens: u64,
+    /// Of the input tokens, those the provider wrote to its prompt cache
+    /// (Anthropic bills them at 1.25×).
+    pub cache_write_tokens: u64,
+    /// Of the output tokens, those spent reasoning.
+    pub reasoning_tokens: u64,
 }
 
 impl UsageLedger {
@@ -29,6 +36,9 @@ impl UsageLedger {
             Some(usage) => {
                 self.prompt_tokens += usage.prompt_tokens;
                 self.completion_tokens += usage.completion_tokens;
+                self.cached_tokens += usage.cached_tokens;
+                self.cache_write_tokens += usage.cache_write_tokens;
+                self.reasoning_tokens += usage.reasoning_tokens;
             }
             None => self.requests_without_usage += 1,
         }
@@ -42,6 +52,17 @@ impl UsageLedger {
         self.requests_without_usage += other.requests_without_usage;
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
+        self.cached_tokens += other.cached_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
+    }
+
+    /// Input tokens the provider processed afresh: neither read from nor
+    /// written to its cache (Claude Code's `input_tokens`).
+    pub fn uncached_input_tokens(&self) -> u64 {
+        self.prompt_tokens
+            .saturating_sub(self.cached_tokens)
+            .saturating_sub(self.cache_write_tokens)
     }
 }
 
@@ -50,9 +71,21 @@ impl fmt::Display for UsageLedger {
         let plural = if self.requests == 1 { "" } else { "s" };
         write!(
             f,
-            "{} request{plural}, {} prompt + {} completion tokens",
-            self.requests, self.prompt_tokens, self.completion_tokens
+            "{} request{plural}, {} prompt",
+            self.requests, self.prompt_tokens
         )?;
+        // The cache and reasoning parts only when a server reported them:
+        // most local servers never do.
+        match (self.cached_tokens, self.cache_write_tokens) {
+            (0, 0) => {}
+            (read, 0) => write!(f, " ({read} cached)")?,
+            (read, written) => write!(f, " ({read} cached, {written} written to cache)")?,
+        }
+        write!(f, " + {} completion", self.completion_tokens)?;
+        if self.reasoning_tokens > 0 {
+            write!(f, " ({} reasoning)", self.reasoning_tokens)?;
+        }
+        f.write_str(" tokens")?;
         if self.requests_without_usage > 0 {
             write!(
                 f,
@@ -74,6 +107,7 @@ mod tests {
         ledger.record(Some(Usage {
             prompt_tokens: 100,
             completion_tokens: 7,
+            ..Usage::default()
         }));
         ledger.record(None);
         assert_eq!(
@@ -82,12 +116,30 @@ mod tests {
                 requests: 2,
                 requests_without_usage: 1,
                 prompt_tokens: 100,
-                completion_tokens: 7
+                completion_tokens: 7,
+                ..UsageLedger::default()
             }
         );
         assert_eq!(
             ledger.to_string(),
             "2 requests, 100 prompt + 7 completion tokens (usage unknown for 1 of them)"
+        );
+    }
+
+    #[test]
+    fn cache_and_reasoning_parts_are_counted_and_shown_when_reported() {
+        let mut ledger = UsageLedger::default();
+        ledger.record(Some(Usage {
+            prompt_tokens: 1000,
+            completion_tokens: 50,
+            cached_tokens: 900,
+            cache_write_tokens: 80,
+            reasoning_tokens: 30,
+        }));
+        assert_eq!(ledger.uncached_input_tokens(), 20);
+        assert_eq!(
+            ledger.to_string(),
+            "1 request, 1000 prompt (900 cached, 80 written to cache) + 50 completion (30 reasoning) tokens"
         );
     }
 }

@@ -5,8 +5,11 @@
 //! `stream_options.include_usage` so the ledger gets usage from streams,
 //! `tools` and `tool_choice: "auto"` only when there are tools (some servers
 //! reject `tool_choice` without tools), `reasoning_effort` only when thinking
-//! is on. Nothing else (`top_p`, `seed`, penalties): each extra field is one
-//! more way for a compatible server to refuse the request.
+//! is on, `prompt_cache_key` when the session has one (a stable key per
+//! session routes every request of it to the same cache; a provider whose
+//! server refuses unknown fields switches it off). Nothing else (`top_p`,
+//! `seed`, penalties): each extra field is one more way for a compatible
+//! server to refuse the request.
 
 use serde::{Serialize, Serializer};
 use serde_json::Value;
@@ -70,6 +73,8 @@ pub struct ChatBody<'a> {
     reasoning_effort: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -111,7 +116,14 @@ impl<'a> ChatBody<'a> {
             stream_options: options.stream.then_some(StreamOptions {
                 include_usage: true,
             }),
+            prompt_cache_key: None,
         }
+    }
+
+    /// Sends `key` as `prompt_cache_key` (none: the field is left out).
+    pub fn cache_key(mut self, key: Option<&'a str>) -> Self {
+        self.prompt_cache_key = key;
+        self
     }
 
     /// The JSON bytes to send.

@@ -5,28 +5,54 @@
 //! repeats what is already on screen and shown from where it goes beyond.
 //! If it says something different, a line break is shown and then the new
 //! text in full, so nothing on screen is a silent mix of two answers.
+//! Reasoning text follows the same rule on its own track.
 
 use super::ChatEvent;
 
 /// Forwards text deltas to the caller, deduplicating across attempts.
 pub(crate) struct Echo<'a> {
     on_event: &'a mut (dyn FnMut(ChatEvent<'_>) + Send),
+    text: Track,
+    reasoning: Track,
+}
+
+/// What one kind of text showed so far, and what this attempt sent.
+#[derive(Default)]
+struct Track {
     shown: String,
     attempt: String,
+}
+
+impl Track {
+    /// Takes a delta; calls `show` with what goes on screen.
+    fn take(&mut self, delta: &str, mut show: impl FnMut(&str)) {
+        self.attempt.push_str(delta);
+        if self.attempt.len() <= self.shown.len() && self.shown.starts_with(&self.attempt) {
+            return; // A replay of text already on screen.
+        }
+        if self.attempt.starts_with(&self.shown) {
+            show(&self.attempt[self.shown.len()..]);
+        } else {
+            show("\n");
+            show(&self.attempt);
+        }
+        self.shown.clone_from(&self.attempt);
+    }
 }
 
 impl<'a> Echo<'a> {
     pub(crate) fn new(on_event: &'a mut (dyn FnMut(ChatEvent<'_>) + Send)) -> Self {
         Echo {
             on_event,
-            shown: String::new(),
-            attempt: String::new(),
+            text: Track::default(),
+            reasoning: Track::default(),
         }
     }
 
     /// A new attempt starts: its text is compared with what is on screen.
     pub(crate) fn start_attempt(&mut self) {
-        self.attempt.clear();
+        self.text.attempt.clear();
+        self.reasoning.attempt.clear();
     }
 
     /// Passes a non-text event through.
@@ -36,18 +62,16 @@ impl<'a> Echo<'a> {
 
     /// Takes a text delta of the current attempt.
     pub(crate) fn text(&mut self, delta: &str) {
-        self.attempt.push_str(delta);
-        if self.attempt.len() <= self.shown.len() && self.shown.starts_with(&self.attempt) {
-            return; // A replay of text already on screen.
-        }
-        if self.attempt.starts_with(&self.shown) {
-            let new = &self.attempt[self.shown.len()..];
-            (self.on_event)(ChatEvent::Text(new));
-        } else {
-            (self.on_event)(ChatEvent::Text("\n"));
-            (self.on_event)(ChatEvent::Text(&self.attempt));
-        }
-        self.shown.clone_from(&self.attempt);
+        let on_event = &mut self.on_event;
+        self.text
+            .take(delta, |text| on_event(ChatEvent::Text(text)));
+    }
+
+    /// Takes a reasoning delta of the current attempt.
+    pub(crate) fn reasoning(&mut self, delta: &str) {
+        let on_event = &mut self.on_event;
+        self.reasoning
+            .take(delta, |text| on_event(ChatEvent::Reasoning(text)));
     }
 }
 

@@ -1,12 +1,16 @@
-//! OpenAI-compatible chat completions client.
+//! The model client: three wires behind one [`Client`].
 //!
-//! [`Client::chat`] sends the whole history and the tool declarations to
-//! `POST {base_url}/chat/completions` and returns one [`AssistantTurn`]. It
+//! [`Client::chat`] sends the whole history and the tool declarations on
+//! the provider's wire ([`wire`]: chat completions, Responses or Anthropic
+//! Messages) and returns one [`AssistantTurn`]. It
 //! streams by default (text deltas go to the caller as they arrive), retries
 //! transient failures with backoff, honours `Retry-After`, then tries the
 //! fallback model once. The pieces live in small modules:
 //!
-//! - [`body`]: the request body and why each field is there;
+//! - [`wire`]: each wire's request body and response reader, converting
+//!   the one transcript at the edge;
+//! - [`reasoning`]: reasoning kept with its turn, replayed only where it was made;
+//! - [`body`]: the chat request body and why each field is there;
 //! - [`sse`]: server-sent events decoding from raw network reads (LF, CRLF
 //!   or CR line ends, a bounded line buffer);
 //! - [`turn`]: text and tool-call accumulation into an [`AssistantTurn`];
@@ -30,23 +34,27 @@ mod echo;
 pub mod error;
 mod html;
 pub mod read;
+pub mod reasoning;
 pub mod retry;
 pub mod sse;
 pub mod turn;
+pub mod wire;
 
 use std::time::{Duration, SystemTime};
 
-use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use serde_json::Value;
 
 pub use body::{BodyOptions, JsonList};
 pub use error::LlmError;
+pub use reasoning::Reasoning;
 pub use retry::RetryPolicy;
 pub use turn::{AssistantTurn, ToolCall, Usage};
+pub use wire::{Conversation, WireApi};
 
 use echo::Echo;
 use sse::{Frame, SseDecoder};
-use turn::TurnBuilder;
+use wire::{Delta, RequestParts, Wire};
 
 /// The server used when `OPENAI_BASE_URL` is not set.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -72,6 +80,16 @@ pub struct ModelSettings {
     /// The longest wait for the next event of a stream (or the next read of
     /// any response) before the attempt fails as [`LlmError::IdleTimeout`].
     pub stream_idle_timeout: Duration,
+    /// The API the provider speaks.
+    pub wire: WireApi,
+    /// Added to the request URL's query (Azure's `api-version`, say).
+    pub query_params: Vec<(String, String)>,
+    /// Sent with every request, after the wire's own headers (so they may
+    /// replace them: a different `anthropic-version`, say).
+    pub http_headers: Vec<(String, String)>,
+    /// The session's prompt cache key, sent as `prompt_cache_key` on the
+    /// OpenAI wires; `None` sends none.
+    pub prompt_cache_key: Option<String>,
 }
 
 impl ModelSettings {
@@ -92,6 +110,10 @@ impl ModelSettings {
             },
             retry: RetryPolicy::default(),
             stream_idle_timeout: read::DEFAULT_STREAM_IDLE_TIMEOUT,
+            wire: WireApi::Chat,
+            query_params: Vec::new(),
+            http_headers: Vec::new(),
+            prompt_cache_key: None,
         }
     }
 }
@@ -101,6 +123,9 @@ impl ModelSettings {
 pub enum ChatEvent<'a> {
     /// Text to append to the screen (already deduplicated across retries).
     Text(&'a str),
+    /// Reasoning text to show dimmed (deduplicated the same way); never
+    /// part of the answer.
+    Reasoning(&'a str),
     /// An attempt failed and another follows after `delay`.
     Retry {
         /// The retry about to happen (1-based).
@@ -121,13 +146,16 @@ pub enum ChatEvent<'a> {
     },
 }
 
-/// A chat completions client; cheap to share by reference.
+/// A model client; cheap to share by reference.
 #[derive(Debug, Clone)]
 pub struct Client {
     http: reqwest::Client,
-    /// `{base_url}/chat/completions`, parsed once: every request would
-    /// parse it again from a string.
+    /// `{base_url}/{wire path}?{query_params}`, parsed once: every request
+    /// would parse it again from a string.
     url: reqwest::Url,
+    /// The wire's authentication and version headers plus the provider's.
+    headers: HeaderMap,
+    wire: std::sync::Arc<dyn Wire>,
     settings: ModelSettings,
 }
 
@@ -151,16 +179,31 @@ impl Client {
             reason: innermost(&e),
         })?;
         let url = format!(
-            "{}/chat/completions",
-            settings.base_url.trim_end_matches('/')
+            "{}/{}",
+            settings.base_url.trim_end_matches('/'),
+            settings.wire.path()
         );
-        let url = reqwest::Url::parse(&url).map_err(|e| LlmError::Connect {
+        let mut url = reqwest::Url::parse(&url).map_err(|e| LlmError::Connect {
             base_url: settings.base_url.clone(),
             reason: format!("not a URL ({e})"),
         })?;
+        if !settings.query_params.is_empty() {
+            url.query_pairs_mut().extend_pairs(&settings.query_params);
+        }
+        if settings.wire != WireApi::Chat {
+            // Issue 27 in progress: the two new wires are not built yet.
+            return Err(LlmError::Connect {
+                base_url: settings.base_url.clone(),
+                reason: format!("the {} wire is not built yet", settings.wire),
+            });
+        }
+        let wire: std::sync::Arc<dyn Wire> = wire::of(settings.wire).into();
+        let headers = request_headers(&*wire, &settings)?;
         Ok(Client {
             http,
             url,
+            headers,
+            wire,
             settings,
         })
     }
@@ -182,7 +225,7 @@ impl Client {
     /// retry notices go to `on_event` as they happen.
     pub async fn chat(
         &self,
-        messages: JsonList<'_>,
+        messages: Conversation<'_>,
         tools: JsonList<'_>,
         on_event: &mut (dyn FnMut(ChatEvent<'_>) + Send),
     ) -> Result<AssistantTurn, LlmError> {
@@ -227,20 +270,22 @@ impl Client {
     async fn attempt(
         &self,
         model: &str,
-        messages: JsonList<'_>,
+        messages: Conversation<'_>,
         tools: JsonList<'_>,
         echo: &mut Echo<'_>,
     ) -> Result<AssistantTurn, LlmError> {
         let base_url = &self.settings.base_url;
-        let body = body::ChatBody::new(&self.settings.body, model, messages, tools).to_bytes();
-        let mut request = self
+        let body = self.wire.body(&RequestParts {
+            settings: &self.settings,
+            model,
+            conversation: messages,
+            tools,
+        });
+        let request = self
             .http
             .post(self.url.clone())
-            .header(CONTENT_TYPE, "application/json")
+            .headers(self.headers.clone())
             .body(body);
-        if let Some(key) = &self.settings.api_key {
-            request = request.bearer_auth(key);
-        }
         let mut response = request.send().await.map_err(|e| LlmError::Connect {
             base_url: base_url.clone(),
             reason: innermost(&e),
@@ -281,10 +326,10 @@ impl Client {
                     read::MAX_VALUES
                 )));
             }
-            return read_whole(&body.bytes, model, echo);
+            return self.read_whole(&body.bytes, model, echo);
         }
         let mut decoder = SseDecoder::default();
-        let mut builder = TurnBuilder::default();
+        let mut builder = self.wire.stream_reader(&self.settings);
         // Restarted by each event, not by each byte: comments, keep-alives
         // and a line trickled a byte at a time do not keep a stream alive.
         let mut deadline = tokio::time::Instant::now() + idle;
@@ -302,8 +347,13 @@ impl Client {
             for frame in frames {
                 match frame {
                     Frame::Data(value) => {
-                        if let Some(text) = builder.apply(&value) {
-                            echo.text(text);
+                        match builder.apply(&value)? {
+                            Some(Delta::Text(text)) => echo.text(text),
+                            Some(Delta::Reasoning(text)) => echo.reasoning(text),
+                            None => {}
+                        }
+                        if builder.finished() {
+                            return Ok(builder.finish(model));
                         }
                         if builder.arguments_over_limit() {
                             // Reading on would only burn time on arguments
@@ -324,31 +374,61 @@ impl Client {
             if chunk.is_none() {
                 // EOF without `[DONE]` ends a stream only when the turn said
                 // it was finished.
-                return match builder.finish_reason() {
-                    Some(_) => Ok(builder.finish(model)),
-                    None => Err(LlmError::Incomplete),
+                return if builder.whole_at_eof() {
+                    Ok(builder.finish(model))
+                } else {
+                    Err(LlmError::Incomplete)
                 };
             }
         }
     }
+
+    /// Reads a non-streaming response (or a JSON body where a stream was asked for).
+    fn read_whole(
+        &self,
+        bytes: &[u8],
+        model: &str,
+        echo: &mut Echo<'_>,
+    ) -> Result<AssistantTurn, LlmError> {
+        let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+            LlmError::Decode(format!(
+                "the body is not JSON ({e}): {}",
+                String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
+            ))
+        })?;
+        if value.get("error").is_some_and(|e| !e.is_null()) {
+            return Err(LlmError::from_frame(&value));
+        }
+        let turn = self
+            .wire
+            .whole(&self.settings, &value, model)
+            .map_err(LlmError::Decode)?;
+        if let Some(reasoning) = turn.reasoning.as_ref().filter(|r| !r.text.is_empty()) {
+            echo.reasoning(&reasoning.text);
+        }
+        if !turn.content.is_empty() {
+            echo.text(&turn.content);
+        }
+        Ok(turn)
+    }
 }
 
-/// Reads a non-streaming response (or a JSON body where a stream was asked for).
-fn read_whole(bytes: &[u8], model: &str, echo: &mut Echo<'_>) -> Result<AssistantTurn, LlmError> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
-        LlmError::Decode(format!(
-            "the body is not JSON ({e}): {}",
-            String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
-        ))
-    })?;
-    if value.get("error").is_some_and(|e| !e.is_null()) {
-        return Err(LlmError::from_frame(&value));
+/// The headers of every request: JSON, the wire's authentication, then the
+/// provider's own (which replace a wire header of the same name).
+fn request_headers(wire: &dyn Wire, settings: &ModelSettings) -> Result<HeaderMap, LlmError> {
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    wire.auth_headers(settings.api_key.as_deref(), &mut headers);
+    for (name, value) in &settings.http_headers {
+        let bad = |reason: String| LlmError::Connect {
+            base_url: settings.base_url.clone(),
+            reason: format!("the header {name:?} cannot be sent: {reason}"),
+        };
+        let name = HeaderName::try_from(name.as_str()).map_err(|e| bad(e.to_string()))?;
+        let value = HeaderValue::try_from(value.as_str()).map_err(|e| bad(e.to_string()))?;
+        headers.insert(name, value);
     }
-    let turn = turn::turn_from_response(&value, model).map_err(LlmError::Decode)?;
-    if !turn.content.is_empty() {
-        echo.text(&turn.content);
-    }
-    Ok(turn)
+    Ok(headers)
 }
 
 /// The response's `Content-Type`, or "" without one.

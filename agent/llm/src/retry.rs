@@ -1,6 +1,7 @@
 //! When to try a model request again, and how long to wait first.
 //!
-//! Only transient failures are retried: HTTP 429, 500, 502, 503 and 504,
+//! Only transient failures are retried: HTTP 429, 500, 502, 503, 504 and
+//! Anthropic's 529 (overloaded),
 //! connection failures, a stream that broke or ended before the turn was
 //! complete, and a mid-stream error frame whose text means a transient
 //! failure (its `code` may be a string, a number or null, so the words
@@ -50,7 +51,7 @@ impl RetryPolicy {
 
 /// Whether an HTTP status is worth retrying: rate limits and transient server errors.
 pub fn is_retryable_status(status: u16) -> bool {
-    matches!(status, 429 | 500 | 502 | 503 | 504)
+    matches!(status, 429 | 500 | 502 | 503 | 504 | 529)
 }
 
 /// Words of a mid-stream error that mean retrying cannot help. They win

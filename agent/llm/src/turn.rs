@@ -20,6 +20,9 @@
 
 use serde_json::{Map, Value};
 
+use crate::reasoning::Reasoning;
+use crate::wire::WireApi;
+
 /// The most argument text one tool call may send, in bytes: 1 MiB. A
 /// file written in one call is rarely a tenth of that, and a model that
 /// writes more is better told to split it than kept waiting on.
@@ -75,13 +78,23 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-/// Token counts of one request, as the server reported them.
+/// Token counts of one request, as the server reported them, in one
+/// shape whatever the wire: `prompt_tokens` counts every input token
+/// (Anthropic reports cached and cache-written input apart from
+/// `input_tokens`; they are added back here), and the cache and reasoning
+/// counts are parts of the two totals.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
-    /// Input tokens.
+    /// Input tokens, cached or not.
     pub prompt_tokens: u64,
-    /// Output tokens.
+    /// Output tokens, reasoning included.
     pub completion_tokens: u64,
+    /// Of the input, the tokens read from the provider's prompt cache.
+    pub cached_tokens: u64,
+    /// Of the input, the tokens written to the provider's prompt cache.
+    pub cache_write_tokens: u64,
+    /// Of the output, the tokens spent reasoning.
+    pub reasoning_tokens: u64,
 }
 
 /// What the model answered in one request.
@@ -95,10 +108,13 @@ pub struct AssistantTurn {
     pub usage: Option<Usage>,
     /// The model that answered: the configured one, or the fallback.
     pub model: String,
-    /// Why the model stopped (`stop`, `tool_calls`, `length`, …), when the
-    /// server said. `None` only for a stream that ended with `[DONE]` but
-    /// no finish reason.
+    /// Why the model stopped, in chat-completions words whatever the wire
+    /// (`stop`, `tool_calls`, `length`, plus Anthropic's `pause_turn` and
+    /// `refusal`), when the server said. `None` only for a stream that
+    /// ended with `[DONE]` but no finish reason.
     pub finish_reason: Option<String>,
+    /// What the model reasoned before this turn, to keep with it.
+    pub reasoning: Option<Reasoning>,
 }
 
 impl AssistantTurn {
@@ -110,18 +126,37 @@ impl AssistantTurn {
     }
 }
 
-/// Accumulates stream chunks into an [`AssistantTurn`].
+/// Accumulates chat-completions stream chunks into an [`AssistantTurn`].
 #[derive(Debug, Default)]
 pub struct TurnBuilder {
     content: String,
+    reasoning: String,
     calls: Vec<ToolCall>,
     usage: Option<Usage>,
     finish_reason: Option<String>,
+    /// The endpoint the turn comes from (its reasoning is replayed only there).
+    endpoint: String,
 }
 
 impl TurnBuilder {
+    /// A builder for a turn from `endpoint`.
+    pub fn at(endpoint: &str) -> TurnBuilder {
+        TurnBuilder {
+            endpoint: crate::reasoning::endpoint_of(endpoint).to_owned(),
+            ..TurnBuilder::default()
+        }
+    }
+
     /// Applies one stream chunk; returns the text it added, if any.
     pub fn apply<'a>(&mut self, chunk: &'a Value) -> Option<&'a str> {
+        match self.apply_delta(chunk)? {
+            crate::wire::Delta::Text(text) => Some(text),
+            crate::wire::Delta::Reasoning(_) => None,
+        }
+    }
+
+    /// Applies one stream chunk; returns the answer or reasoning text it added.
+    pub fn apply_delta<'a>(&mut self, chunk: &'a Value) -> Option<crate::wire::Delta<'a>> {
         if let Some(usage) = usage_of(chunk) {
             self.usage = Some(usage);
         }
@@ -132,9 +167,13 @@ impl TurnBuilder {
         }
         let delta = choice.get("delta")?;
         accumulate_tool_calls(delta.get("tool_calls"), &mut self.calls);
+        if let Some(thought) = reasoning_of(delta) {
+            self.reasoning.push_str(thought);
+            return Some(crate::wire::Delta::Reasoning(thought));
+        }
         let text = delta.get("content")?.as_str().filter(|t| !t.is_empty())?;
         self.content.push_str(text);
-        Some(text)
+        Some(crate::wire::Delta::Text(text))
     }
 
     /// The text received so far.
@@ -148,9 +187,11 @@ impl TurnBuilder {
         self.calls.iter().any(|c| c.arguments.len() > MAX_ARGUMENTS)
     }
 
-    /// The bytes of text and arguments held so far.
+    /// The bytes of text, reasoning and arguments held so far.
     pub fn size(&self) -> usize {
-        self.content.len() + self.calls.iter().map(|c| c.arguments.len()).sum::<usize>()
+        self.content.len()
+            + self.reasoning.len()
+            + self.calls.iter().map(|c| c.arguments.len()).sum::<usize>()
     }
 
     /// The finish reason, once a chunk carried one.
@@ -166,12 +207,36 @@ impl TurnBuilder {
             usage: self.usage,
             model: model.to_owned(),
             finish_reason: self.finish_reason,
+            reasoning: chat_reasoning(self.reasoning, &self.endpoint),
         }
     }
 }
 
-/// Reads a whole (non-streaming) chat completion response.
-pub fn turn_from_response(response: &Value, model: &str) -> Result<AssistantTurn, String> {
+/// Chat's reasoning is its text (`reasoning_content`), kept when there is some.
+fn chat_reasoning(text: String, endpoint: &str) -> Option<Reasoning> {
+    (!text.is_empty()).then(|| Reasoning {
+        wire: WireApi::Chat,
+        endpoint: endpoint.to_owned(),
+        text,
+        items: Vec::new(),
+    })
+}
+
+/// A delta's or message's reasoning text: `reasoning_content` (DeepSeek,
+/// llama.cpp, vLLM) or `reasoning` (OpenRouter, newer vLLM).
+fn reasoning_of(delta: &Value) -> Option<&str> {
+    ["reasoning_content", "reasoning"]
+        .iter()
+        .find_map(|key| delta.get(*key)?.as_str())
+        .filter(|t| !t.is_empty())
+}
+
+/// Reads a whole (non-streaming) chat completion response from `endpoint`.
+pub fn turn_from_response(
+    response: &Value,
+    model: &str,
+    endpoint: &str,
+) -> Result<AssistantTurn, String> {
     let choice = response.get("choices").and_then(|c| c.get(0));
     let Some(message) = choice.and_then(|c| c.get("message")) else {
         let mut body = response.to_string();
@@ -199,6 +264,10 @@ pub fn turn_from_response(response: &Value, model: &str) -> Result<AssistantTurn
         usage: usage_of(response),
         model: model.to_owned(),
         finish_reason: choice.and_then(finish_reason_of),
+        reasoning: chat_reasoning(
+            reasoning_of(message).unwrap_or_default().to_owned(),
+            crate::reasoning::endpoint_of(endpoint),
+        ),
     })
 }
 
@@ -296,12 +365,24 @@ fn finish_calls(calls: Vec<ToolCall>) -> Vec<ToolCall> {
         .collect()
 }
 
+/// Chat usage: OpenAI's `prompt_tokens_details.cached_tokens` (and
+/// `cache_write_tokens`), `completion_tokens_details.reasoning_tokens`, or
+/// DeepSeek's `prompt_cache_hit_tokens`.
 fn usage_of(value: &Value) -> Option<Usage> {
     let usage = value.get("usage").filter(|u| u.is_object())?;
-    let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let count = |path: &[&str]| {
+        path.iter()
+            .try_fold(usage, |at, key| at.get(*key))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
     Some(Usage {
-        prompt_tokens: count("prompt_tokens"),
-        completion_tokens: count("completion_tokens"),
+        prompt_tokens: count(&["prompt_tokens"]),
+        completion_tokens: count(&["completion_tokens"]),
+        cached_tokens: count(&["prompt_tokens_details", "cached_tokens"])
+            .max(count(&["prompt_cache_hit_tokens"])),
+        cache_write_tokens: count(&["prompt_tokens_details", "cache_write_tokens"]),
+        reasoning_tokens: count(&["completion_tokens_details", "reasoning_tokens"]),
     })
 }
 
@@ -510,7 +591,8 @@ mod tests {
             turn.usage,
             Some(Usage {
                 prompt_tokens: 7,
-                completion_tokens: 2
+                completion_tokens: 2,
+                ..Usage::default()
             })
         );
     }
@@ -531,7 +613,7 @@ mod tests {
             ]}}],
             "usage":{"prompt_tokens":10,"completion_tokens":5}
         });
-        let turn = turn_from_response(&response, "m").unwrap();
+        let turn = turn_from_response(&response, "m", "http://x/v1").unwrap();
         assert_eq!(turn.content, "");
         assert_eq!(turn.tool_calls[1].arguments, r#"{"path":"a"}"#);
         assert_eq!(turn.finish_reason, None);
@@ -539,11 +621,12 @@ mod tests {
             turn.usage,
             Some(Usage {
                 prompt_tokens: 10,
-                completion_tokens: 5
+                completion_tokens: 5,
+                ..Usage::default()
             })
         );
         assert!(
-            turn_from_response(&json!({"object":"error"}), "m")
+            turn_from_response(&json!({"object":"error"}), "m", "http://x/v1")
                 .unwrap_err()
                 .contains("no choices")
         );

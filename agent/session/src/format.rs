@@ -274,6 +274,7 @@ mod tests {
                 requests_without_usage: 0,
                 prompt_tokens: 10,
                 completion_tokens: 2,
+                ..SessionUsage::default()
             },
             surfaced: vec!["fx__echo".into()],
         }

@@ -58,6 +58,10 @@ impl<U: RunEvents> RunEvents for Keeper<U> {
         self.inner.text(delta);
     }
 
+    fn thinking(&mut self, delta: &str) {
+        self.inner.thinking(delta);
+    }
+
     fn tool_call(&mut self, call: &nanohermes_llm::ToolCall, result: &str) {
         self.inner.tool_call(call, result);
     }

@@ -20,6 +20,15 @@ pub struct SessionUsage {
     pub prompt_tokens: u64,
     /// Output tokens over the requests that reported usage.
     pub completion_tokens: u64,
+    /// Of the input, tokens read from the provider's cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_tokens: u64,
+    /// Of the input, tokens written to the provider's cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
+    /// Of the output, tokens spent reasoning.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -33,6 +42,9 @@ impl From<UsageLedger> for SessionUsage {
             requests_without_usage: ledger.requests_without_usage,
             prompt_tokens: ledger.prompt_tokens,
             completion_tokens: ledger.completion_tokens,
+            cached_tokens: ledger.cached_tokens,
+            cache_write_tokens: ledger.cache_write_tokens,
+            reasoning_tokens: ledger.reasoning_tokens,
         }
     }
 }
@@ -44,6 +56,9 @@ impl From<SessionUsage> for UsageLedger {
             requests_without_usage: usage.requests_without_usage,
             prompt_tokens: usage.prompt_tokens,
             completion_tokens: usage.completion_tokens,
+            cached_tokens: usage.cached_tokens,
+            cache_write_tokens: usage.cache_write_tokens,
+            reasoning_tokens: usage.reasoning_tokens,
         }
     }
 }
@@ -58,6 +73,8 @@ mod tests {
         ledger.record(Some(nanohermes_llm::Usage {
             prompt_tokens: 10,
             completion_tokens: 2,
+            cached_tokens: 8,
+            ..Default::default()
         }));
         ledger.record(None);
         let line = serde_json::to_string(&SessionUsage::from(ledger)).unwrap();

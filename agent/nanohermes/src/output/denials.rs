@@ -48,6 +48,10 @@ impl<U: RunEvents> RunEvents for Unanswered<U> {
         self.inner.text(delta);
     }
 
+    fn thinking(&mut self, delta: &str) {
+        self.inner.thinking(delta);
+    }
+
     fn tool_call(&mut self, call: &ToolCall, result: &str) {
         let unanswered = is_unanswered(result);
         if unanswered {

@@ -224,22 +224,32 @@ pub fn result_event(report: &RunReport) -> Value {
     event
 }
 
-/// Totals in Claude Code's key names, plus how many requests they cover
-/// (a request whose server reported no usage is unknown, not zero).
+/// Totals in Claude Code's key names (`input_tokens` is the input neither
+/// read from nor written to the cache; the three add up to the prompt),
+/// plus the reasoning share of the output and how many requests they
+/// cover (a request whose server reported no usage is unknown, not zero).
 fn ledger_usage(ledger: &UsageLedger) -> Value {
     json!({
-        "input_tokens": ledger.prompt_tokens,
+        "input_tokens": ledger.uncached_input_tokens(),
+        "cache_read_input_tokens": ledger.cached_tokens,
+        "cache_creation_input_tokens": ledger.cache_write_tokens,
         "output_tokens": ledger.completion_tokens,
+        "reasoning_output_tokens": ledger.reasoning_tokens,
         "requests": ledger.requests,
         "requests_without_usage": ledger.requests_without_usage,
     })
 }
 
-/// One request's usage in Claude Code's key names.
+/// One request's usage in Claude Code's key names (see [`ledger_usage`]).
 fn request_usage(usage: Usage) -> Value {
+    let mut ledger = UsageLedger::default();
+    ledger.record(Some(usage));
     json!({
-        "input_tokens": usage.prompt_tokens,
+        "input_tokens": ledger.uncached_input_tokens(),
+        "cache_read_input_tokens": usage.cached_tokens,
+        "cache_creation_input_tokens": usage.cache_write_tokens,
         "output_tokens": usage.completion_tokens,
+        "reasoning_output_tokens": usage.reasoning_tokens,
     })
 }
 
@@ -268,6 +278,8 @@ mod tests {
                 requests_without_usage: 1,
                 prompt_tokens: 100,
                 completion_tokens: 10,
+                cached_tokens: 60,
+                ..UsageLedger::default()
             },
             num_turns: 2,
             duration: Duration::from_millis(1234),
@@ -288,7 +300,9 @@ mod tests {
             json!({"type":"result","subtype":"success","is_error":false,"status":"done",
                    "result":"ok","session_id":"","num_turns":2,"duration_ms":1234,
                    "duration_api_ms":1000,"permission_denials":[],
-                   "usage":{"input_tokens":100,"output_tokens":10,"requests":2,
+                   "usage":{"input_tokens":40,"cache_read_input_tokens":60,
+                            "cache_creation_input_tokens":0,"output_tokens":10,
+                            "reasoning_output_tokens":0,"requests":2,
                             "requests_without_usage":1}})
         );
         let limit = result_event(&report(Ending::Finished {

@@ -73,6 +73,8 @@ pub struct StreamJsonUi {
     /// The current turn's text so far (the client already dropped what a
     /// retry repeated).
     text: String,
+    /// The current turn's reasoning so far.
+    thinking: String,
     /// The current turn's usage, once its request ended.
     usage: Option<Usage>,
     /// Assistant events written, for their message ids.
@@ -89,6 +91,7 @@ impl StreamJsonUi {
             session_id: session_id.to_owned(),
             model: model.to_owned(),
             text: String::new(),
+            thinking: String::new(),
             usage: None,
             turns: 0,
             clock: ApiClock::default(),
@@ -131,6 +134,10 @@ impl RunEvents for StreamJsonUi {
         self.text.push_str(delta);
     }
 
+    fn thinking(&mut self, delta: &str) {
+        self.thinking.push_str(delta);
+    }
+
     fn usage(&mut self, usage: Option<Usage>) {
         self.usage = usage;
     }
@@ -140,6 +147,12 @@ impl RunEvents for StreamJsonUi {
     fn step(&mut self, _step: usize, calls: &[ToolCall]) {
         self.turns += 1;
         let mut content = Vec::new();
+        // Claude Code's shape: the reasoning is a `thinking` block before
+        // the text, never part of it (nor of the result).
+        let thinking = std::mem::take(&mut self.thinking);
+        if !thinking.is_empty() {
+            content.push(json!({"type": "thinking", "thinking": thinking}));
+        }
         let text = std::mem::take(&mut self.text);
         if !text.is_empty() {
             content.push(json!({"type": "text", "text": text}));
@@ -247,11 +260,14 @@ mod tests {
             name: "list_dir".into(),
             arguments: "{}".into(),
         };
+        ui.thinking("hm");
         ui.text("a");
         ui.turn_end();
         ui.usage(Some(Usage {
             prompt_tokens: 5,
             completion_tokens: 1,
+            cached_tokens: 3,
+            ..Usage::default()
         }));
         ui.step(1, std::slice::from_ref(&call));
         ui.tool_call(&call, "x");
@@ -265,10 +281,16 @@ mod tests {
         assert_eq!(events.len(), 3);
         assert_eq!(
             events[0]["message"]["usage"],
-            json!({"input_tokens":5,"output_tokens":1})
+            json!({"input_tokens":2,"cache_read_input_tokens":3,
+                   "cache_creation_input_tokens":0,"output_tokens":1,
+                   "reasoning_output_tokens":0})
         );
         assert_eq!(events[0]["session_id"], "s1");
-        assert_eq!(events[0]["message"]["content"][0]["text"], "a");
+        assert_eq!(
+            events[0]["message"]["content"][0],
+            json!({"type":"thinking","thinking":"hm"})
+        );
+        assert_eq!(events[0]["message"]["content"][1]["text"], "a");
         assert_eq!(events[1]["type"], "user");
         assert!(events[2]["message"].get("usage").is_none(), "{}", events[2]);
         assert_eq!(

@@ -29,6 +29,7 @@ async fn chat(settings: ModelSettings) -> (Result<nanohermes_llm::AssistantTurn,
         ChatEvent::Text(text) => seen.text.push_str(text),
         ChatEvent::Retry { attempt, delay, .. } => seen.retries.push((attempt, delay)),
         ChatEvent::Fallback { model, .. } => seen.fallbacks.push(model.to_owned()),
+        ChatEvent::Reasoning(_) => {}
     };
     let result = client
         .chat((&history()).into(), JsonList::Values(&[]), &mut on_event)

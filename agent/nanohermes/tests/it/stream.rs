@@ -25,7 +25,7 @@ async fn chat(settings: ModelSettings) -> (Result<AssistantTurn, LlmError>, Stri
     let mut on_event = |event: ChatEvent<'_>| match event {
         ChatEvent::Text(text) => shown.push_str(text),
         ChatEvent::Retry { error, .. } => retries.push(error.to_string()),
-        ChatEvent::Fallback { .. } => {}
+        ChatEvent::Fallback { .. } | ChatEvent::Reasoning(_) => {}
     };
     let result = client
         .chat((&history()).into(), JsonList::Values(&[]), &mut on_event)

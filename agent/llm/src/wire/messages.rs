@@ -1,0 +1,34 @@
+//! Placeholder: the messages wire is being written (issue 27); until then
+//! [`crate::Client::new`] refuses it.
+
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+
+use super::{RequestParts, StreamReader, Wire};
+use crate::ModelSettings;
+use crate::turn::{AssistantTurn, TurnBuilder};
+
+/// The messages wire.
+#[derive(Debug)]
+pub struct Messages;
+
+impl Wire for Messages {
+    fn body(&self, _parts: &RequestParts<'_>) -> Vec<u8> {
+        Vec::new()
+    }
+
+    fn auth_headers(&self, _api_key: Option<&str>, _headers: &mut HeaderMap) {}
+
+    fn stream_reader(&self, settings: &ModelSettings) -> Box<dyn StreamReader> {
+        Box::new(TurnBuilder::at(&settings.base_url))
+    }
+
+    fn whole(
+        &self,
+        _settings: &ModelSettings,
+        _response: &Value,
+        _model: &str,
+    ) -> Result<AssistantTurn, String> {
+        Err("not built yet".into())
+    }
+}
