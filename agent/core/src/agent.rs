@@ -222,8 +222,9 @@ impl<T: ToolBox> Agent<T> {
                 });
             }
         };
-        self.memory().before_turn(&task, ui).await;
-        self.messages.push(user_message(&task));
+        let recalled = self.memory().before_turn(&task, ui).await;
+        self.messages
+            .push(user_message(&crate::recall::with_recalled(recalled, &task)));
         // A resumed session may already be past the budget.
         self.compactor().compact_if_due(ui).await;
         ui.checkpoint(&self.messages);
@@ -258,6 +259,10 @@ impl<T: ToolBox> Agent<T> {
 
             if turn.tool_calls.is_empty() {
                 ui.checkpoint(&self.messages);
+                // Anthropic paused a long turn: sending it back continues it.
+                if turn.finish_reason.as_deref() == Some("pause_turn") {
+                    continue;
+                }
                 completed = true;
                 break;
             }

@@ -1,10 +1,12 @@
 //! Long-term memory around a turn, through the built-in memory server.
 //!
 //! Before each user message the server is searched with the user's text and
-//! the hits become one marked block at the end of the system message
-//! ([`BLOCK_BEGIN`] … [`BLOCK_END`]): replaced every turn, never appended, and
-//! removed when nothing matches, so the prompt carries only what bears on
-//! the current task. After a completed turn that used tools, one request
+//! the hits become one marked block ([`BLOCK_BEGIN`] … [`BLOCK_END`]) at
+//! the start of that user message, absent when nothing matches. It is not
+//! in the system message: rewriting the system message every turn would
+//! change the start of every request, and a provider's prompt cache serves
+//! only an unchanged prefix — the block of an earlier turn stays where it
+//! was, in that turn's message. After a completed turn that used tools, one request
 //! without tools distils at most [`MAX_MEMORIES`] memories from that turn
 //! as JSON; each is searched for first and saved only when no stored memory
 //! says the same. Neither step is part of the history, and a failure of
@@ -70,7 +72,7 @@ pub struct Memory<'a, T> {
     pub policy: &'a Policy,
     /// Counts the distillation request.
     pub usage: &'a mut UsageLedger,
-    /// The history: its system message holds the block.
+    /// The history the distiller reads.
     pub history: &'a mut Transcript,
 }
 
@@ -80,15 +82,17 @@ impl<T: ToolBox> Memory<'_, T> {
         self.enabled.then(|| memory_tools(self.tools)).flatten()
     }
 
-    /// The recalled-memories block of the system message, replaced with
-    /// the hits for `query` (removed when there are none). A failure is a
-    /// notice.
-    pub async fn before_turn(&mut self, query: &str, events: &mut dyn RunEvents) {
-        let Some(names) = self.names() else {
-            return;
-        };
-        if let Err(error) = refresh_block(self.tools, &names, self.history, query).await {
-            events.notice(&format!("searching long-term memory failed: {error}"));
+    /// The recalled-memories block for a user message about `query`:
+    /// `None` when recall is off or nothing matches. A failed search is a
+    /// notice (and no block).
+    pub async fn before_turn(&mut self, query: &str, events: &mut dyn RunEvents) -> Option<String> {
+        let names = self.names()?;
+        match search(self.tools, &names, query, SEARCH_LIMIT).await {
+            Ok(hits) => block(&hits),
+            Err(error) => {
+                events.notice(&format!("searching long-term memory failed: {error}"));
+                None
+            }
         }
     }
 
@@ -190,53 +194,21 @@ fn hit_text(line: &str) -> &str {
     }
 }
 
-/// `system` with its recalled-memories block replaced by one holding
-/// `hits`, or removed when `hits` is empty. Only a block at the very end
-/// counts (it is always put there), so marker text elsewhere in the prompt
-/// is left alone.
-pub fn with_block(system: &str, hits: &[String]) -> String {
-    let mut text = without_block(system).to_owned();
-    if !hits.is_empty() {
-        let body = clamp(&hits.join("\n"), BLOCK_BYTES);
-        text.push_str(&format!(
-            "\n\n{BLOCK_BEGIN}\n{BLOCK_INTRO}\n{body}\n{BLOCK_END}"
-        ));
+/// The block holding `hits`, or `None` when there are none.
+pub fn block(hits: &[String]) -> Option<String> {
+    if hits.is_empty() {
+        return None;
     }
-    text
+    let body = clamp(&hits.join("\n"), BLOCK_BYTES);
+    Some(format!("{BLOCK_BEGIN}\n{BLOCK_INTRO}\n{body}\n{BLOCK_END}"))
 }
 
-/// `system` without its trailing recalled-memories block.
-pub fn without_block(system: &str) -> &str {
-    if system.ends_with(BLOCK_END)
-        && let Some(begin) = system.rfind(BLOCK_BEGIN)
-    {
-        return system[..begin].trim_end();
+/// The user message's text: the recalled block (if any), then the task.
+pub fn with_recalled(block: Option<String>, task: &str) -> String {
+    match block {
+        Some(block) => format!("{block}\n\n{task}"),
+        None => task.to_owned(),
     }
-    system
-}
-
-/// Replaces the block in the system message (`messages[0]`) with the hits
-/// for `query`. On a failed search the block is removed (it was about an
-/// earlier task) and the error returned.
-pub async fn refresh_block<T: ToolBox>(
-    tools: &T,
-    names: &MemoryTools,
-    messages: &mut Transcript,
-    query: &str,
-) -> Result<usize, String> {
-    let found = search(tools, names, query, SEARCH_LIMIT).await;
-    let hits = found.as_deref().unwrap_or_default();
-    let system_text = messages
-        .first()
-        .filter(|m| m["role"] == "system")
-        .and_then(|m| m["content"].as_str());
-    if let Some(text) = system_text {
-        let refreshed = with_block(text, hits);
-        if refreshed != text {
-            messages.edit(0, |system| system["content"] = Value::String(refreshed));
-        }
-    }
-    found.map(|hits| hits.len())
 }
 
 /// The messages of the last turn: from the last user message (or
@@ -418,25 +390,16 @@ mod tests {
     }
 
     #[test]
-    fn the_block_is_replaced_never_appended_and_removed_when_empty() {
-        let base = "You are NanoHermes.";
-        let one = with_block(base, &hits(&["[1] fact: tests use nextest"]));
-        assert!(one.starts_with(base));
-        assert!(one.ends_with(BLOCK_END));
-        let two = with_block(&one, &hits(&["[2] lesson: deploy with ops/deploy.sh"]));
-        assert_eq!(two.matches(BLOCK_BEGIN).count(), 1, "{two}");
-        assert!(!two.contains("nextest"), "{two}");
-        assert!(two.contains("[2] lesson: deploy with ops/deploy.sh"));
-        assert_eq!(with_block(&two, &[]), base);
-        assert_eq!(with_block(base, &[]), base);
-    }
-
-    #[test]
-    fn marker_text_inside_the_prompt_is_not_a_block() {
-        let prompt = format!("Docs mention {BLOCK_BEGIN} and {BLOCK_END} literally.\nMore.");
-        assert_eq!(without_block(&prompt), prompt);
-        let with = with_block(&prompt, &hits(&["[1] fact: x"]));
-        assert_eq!(without_block(&with), prompt);
+    fn the_block_leads_the_user_message_and_is_absent_without_hits() {
+        assert_eq!(block(&[]), None);
+        let one = block(&hits(&["[1] fact: tests use nextest"])).unwrap();
+        assert!(
+            one.starts_with(BLOCK_BEGIN) && one.ends_with(BLOCK_END),
+            "{one}"
+        );
+        let text = with_recalled(Some(one.clone()), "run the tests");
+        assert_eq!(text, format!("{one}\n\nrun the tests"));
+        assert_eq!(with_recalled(None, "run the tests"), "run the tests");
     }
 
     #[test]

@@ -57,6 +57,11 @@ pub const AGENT_LIST: &str = "agent_list";
 /// The environment variable carrying how many agents deep a process runs.
 pub const AGENT_DEPTH_VAR: &str = "NANOHERMES_AGENT_DEPTH";
 
+/// The environment variable carrying the parent session's prompt cache
+/// key to a NanoHermes subagent, so the subagents of one session share
+/// its cache routing.
+pub const PROMPT_CACHE_KEY_VAR: &str = "NANOHERMES_PROMPT_CACHE_KEY";
+
 /// `max_agent_depth` when no layer sets it.
 pub const DEFAULT_MAX_AGENT_DEPTH: usize = 3;
 
@@ -158,6 +163,8 @@ pub struct SubagentModel {
     pub key_env: String,
     /// The key, when this agent has one.
     pub key: Option<String>,
+    /// The session's prompt cache key, shared with the subagent.
+    pub prompt_cache_key: Option<String>,
 }
 
 impl std::fmt::Debug for SubagentModel {
@@ -180,6 +187,9 @@ impl SubagentModel {
         ];
         if let Some(key) = &self.key {
             pairs.push((self.key_env.clone(), key.clone()));
+        }
+        if let Some(cache_key) = &self.prompt_cache_key {
+            pairs.push((PROMPT_CACHE_KEY_VAR.to_owned(), cache_key.clone()));
         }
         if let Some(home) = nanohermes_config::Paths::of_process().home() {
             pairs.push((

@@ -177,8 +177,9 @@ use nanohermes_core::policy::Policy;
 use nanohermes_core::toolbox::ToolFacts;
 
 pub use agents::{
-    AGENT_DEPTH_VAR, AGENT_LIST, DEFAULT_MAX_AGENT_DEPTH, RUN_TASK, ServeCommand, SubagentModel,
-    SubagentTally, agent_depth, depth_refusal, is_nanohermes_serve, may_mount_subagents,
+    AGENT_DEPTH_VAR, AGENT_LIST, DEFAULT_MAX_AGENT_DEPTH, PROMPT_CACHE_KEY_VAR, RUN_TASK,
+    ServeCommand, SubagentModel, SubagentTally, agent_depth, depth_refusal, is_nanohermes_serve,
+    may_mount_subagents,
 };
 pub use catalog::no_longer_offered;
 pub use connection::MAX_RESTARTS;

@@ -215,6 +215,14 @@ impl Client {
         client
     }
 
+    /// The same client (one connection pool) sending `key` as the prompt
+    /// cache key (none: no key).
+    pub fn with_cache_key(&self, key: Option<String>) -> Client {
+        let mut client = self.clone();
+        client.settings.prompt_cache_key = key;
+        client
+    }
+
     /// The settings this client was built with.
     pub fn settings(&self) -> &ModelSettings {
         &self.settings

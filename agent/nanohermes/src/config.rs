@@ -233,6 +233,8 @@ pub struct Config {
     pub api_key_env: String,
     /// The model client's settings.
     pub model: ModelSettings,
+    /// Whether requests carry the session's prompt cache key.
+    pub send_cache_key: bool,
     /// The servers to start.
     pub hub: HubConfig,
     /// Loop bounds and policy.
@@ -356,6 +358,7 @@ impl Config {
                 model: model.model.clone(),
                 key_env: api_key_env.clone(),
                 key: model.api_key.clone(),
+                prompt_cache_key: None,
             }),
             max_agent_depth,
             deferral,
@@ -375,6 +378,7 @@ impl Config {
             workspace,
             api_key_env,
             model,
+            send_cache_key: true,
             hub,
             agent,
             compaction,

@@ -34,6 +34,34 @@ pub struct RunParts {
     pub interrupt: Interrupt,
     /// The user's hooks, for this workspace and mode.
     pub hooks: Hooks,
+    /// The session the run writes (empty when it keeps none): its id
+    /// names the prompt cache key ([`prompt_cache_key`]).
+    pub session_id: String,
+}
+
+/// The variable that hands a session's prompt cache key to its subagents.
+pub const PROMPT_CACHE_KEY_VAR: &str = nanohermes_hub::PROMPT_CACHE_KEY_VAR;
+
+/// The prompt cache key of a session, when the provider takes one
+/// (`enabled`): the parent agent's, inherited through
+/// [`PROMPT_CACHE_KEY_VAR`] (a subagent shares its session's cache), else
+/// one named after the session, else (no session kept) one for this
+/// process. Stable for the whole session, so every request of it is routed
+/// to the same cache.
+pub fn prompt_cache_key(enabled: bool, session_id: &str) -> Option<String> {
+    if !enabled {
+        return None;
+    }
+    let inherited = std::env::var(PROMPT_CACHE_KEY_VAR)
+        .ok()
+        .filter(|key| !key.trim().is_empty());
+    Some(inherited.unwrap_or_else(|| {
+        if session_id.is_empty() {
+            format!("nanohermes-process-{}", std::process::id())
+        } else {
+            format!("nanohermes-{session_id}")
+        }
+    }))
 }
 
 /// A run's hooks: the rules' hook groups for `workspace`, their commands
@@ -67,5 +95,7 @@ pub fn assemble<T: ToolBox>(
         compaction: config.compaction,
         recall: config.memory,
     };
+    let key = prompt_cache_key(config.send_cache_key, &run.session_id);
+    let client = client.with_cache_key(key);
     Agent::resume(client, tools, system_prompt, parts, history)
 }

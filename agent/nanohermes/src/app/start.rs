@@ -47,7 +47,13 @@ pub async fn start_agent(
     let sandbox = mcp_tools::spawn::Sandbox::new(config.hub.sandbox.clone(), &config.workspace);
     // The first request waits this long for slow servers; the rest join,
     // deferred, at a later step.
+    // A NanoHermes subagent shares this session's prompt cache key.
+    let mut subagent_model = config.hub.subagent_model.clone();
+    if let Some(model) = &mut subagent_model {
+        model.prompt_cache_key = super::prompt_cache_key(config.send_cache_key, &opened.file.id);
+    }
     let hub_config = nanohermes_hub::HubConfig {
+        subagent_model,
         connect_wait: config
             .hub
             .connect_wait
@@ -82,6 +88,7 @@ pub async fn start_agent(
         approvals,
         interrupt: Interrupt::default(),
         hooks,
+        session_id: opened.file.id.clone(),
     };
     let agent = assemble(&config, client, hub, &system_prompt, history, run);
     Ok(Started {

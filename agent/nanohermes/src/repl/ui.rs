@@ -96,6 +96,8 @@ pub struct ReplUi {
     mid_line: bool,
     /// Tool results were just shown: the next wait is for the model.
     after_tools: bool,
+    /// Reasoning was shown last: the answer starts on a new line.
+    thinking: bool,
 }
 
 impl ReplUi {
@@ -107,6 +109,7 @@ impl ReplUi {
             spinner_thread: false,
             mid_line: false,
             after_tools: false,
+            thinking: false,
         }
     }
 
@@ -181,10 +184,26 @@ fn spawn_spinner(spin: Weak<Mutex<Spin>>) {
 impl RunEvents for ReplUi {
     fn text(&mut self, delta: &str) {
         self.stop();
+        if std::mem::take(&mut self.thinking) {
+            // The answer starts on its own line after the reasoning.
+            self.finish_line();
+        }
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(delta.as_bytes());
         let _ = out.flush();
         if !delta.is_empty() {
+            self.mid_line = !delta.ends_with('\n');
+        }
+    }
+
+    /// Reasoning streams dimmed where the answer will follow.
+    fn thinking(&mut self, delta: &str) {
+        self.stop();
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(self.style.paint(DIM, delta).as_bytes());
+        let _ = out.flush();
+        if !delta.is_empty() {
+            self.thinking = true;
             self.mid_line = !delta.ends_with('\n');
         }
     }

@@ -226,6 +226,7 @@ impl AgentServer {
             approvals,
             interrupt: interrupt.clone(),
             hooks,
+            session_id: session.to_string(),
         };
         let agent = assemble(
             &runtime.config,

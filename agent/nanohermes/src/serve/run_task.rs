@@ -59,6 +59,15 @@ pub struct RunUsage {
     pub prompt_tokens: u64,
     /// Output tokens (over requests whose server reported usage).
     pub completion_tokens: u64,
+    /// Of the input, tokens the provider served from its prompt cache.
+    #[serde(default)]
+    pub cache_read_input_tokens: u64,
+    /// Of the input, tokens the provider wrote to its prompt cache.
+    #[serde(default)]
+    pub cache_creation_input_tokens: u64,
+    /// Of the output, tokens spent reasoning.
+    #[serde(default)]
+    pub reasoning_tokens: u64,
 }
 
 impl From<UsageLedger> for RunUsage {
@@ -67,6 +76,9 @@ impl From<UsageLedger> for RunUsage {
             requests: ledger.requests,
             prompt_tokens: ledger.prompt_tokens,
             completion_tokens: ledger.completion_tokens,
+            cache_read_input_tokens: ledger.cached_tokens,
+            cache_creation_input_tokens: ledger.cache_write_tokens,
+            reasoning_tokens: ledger.reasoning_tokens,
         }
     }
 }

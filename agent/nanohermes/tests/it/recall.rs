@@ -1,4 +1,4 @@
-//! Long-term memory around turns: the recalled block in the system message
+//! Long-term memory around turns: the recalled block in the turn's user message
 //! (replaced each turn, removed when nothing matches), distillation after a
 //! turn that used tools (saves new memories, skips one already known), and
 //! failures that stay notices. The memory server is the real built-in, run
@@ -64,9 +64,11 @@ fn stored(db: &Path) -> Vec<String> {
     texts
 }
 
-fn system_text(messages: &[Value]) -> &str {
-    assert_eq!(messages[0]["role"], "system");
-    messages[0]["content"].as_str().unwrap()
+/// The text of the request's last user message: where the recalled
+/// block goes.
+fn turn_text(messages: &[Value]) -> &str {
+    let last = messages.iter().rev().find(|m| m["role"] == "user").unwrap();
+    last["content"].as_str().unwrap()
 }
 
 async fn shut_down(agent: Agent<Hub>) {
@@ -114,22 +116,28 @@ async fn the_recalled_block_is_replaced_each_turn_and_removed_when_nothing_match
     let requests = mock.requests();
     assert_eq!(requests.len(), 3, "text answers are not distilled");
     assert_requests_valid(&requests);
-    let systems: Vec<&str> = requests.iter().map(|r| system_text(r.messages())).collect();
-    for system in &systems[..2] {
-        assert!(system.starts_with(SYSTEM_PROMPT), "{system}");
-        assert_eq!(system.matches(BLOCK_BEGIN).count(), 1, "{system}");
-        assert_eq!(system.matches(BLOCK_END).count(), 1, "{system}");
-        assert!(system.ends_with(BLOCK_END), "{system}");
+    let turns: Vec<&str> = requests.iter().map(|r| turn_text(r.messages())).collect();
+    for (turn, task) in turns[..2]
+        .iter()
+        .zip(["which runner for tests", "how do deploys work"])
+    {
+        assert!(turn.starts_with(BLOCK_BEGIN), "{turn}");
+        assert_eq!(turn.matches(BLOCK_END).count(), 1, "{turn}");
+        assert!(turn.ends_with(&format!("{BLOCK_END}\n\n{task}")), "{turn}");
     }
-    assert!(systems[0].contains("Tests run with cargo nextest"));
-    assert!(!systems[0].contains("deploy.sh"), "{}", systems[0]);
-    assert!(systems[1].contains("Deploys go through ops/deploy.sh"));
-    assert!(!systems[1].contains("nextest"), "replaced: {}", systems[1]);
-    assert_eq!(systems[2], SYSTEM_PROMPT, "no match, no block");
-    // The block is in the system message only; the turns are as typed.
-    let last = requests[2].messages();
+    assert!(turns[0].contains("Tests run with cargo nextest"));
+    assert!(!turns[0].contains("deploy.sh"), "{}", turns[0]);
+    assert!(turns[1].contains("Deploys go through ops/deploy.sh"));
+    assert!(!turns[1].contains("nextest"), "{}", turns[1]);
+    assert_eq!(turns[2], "hello there", "no match, no block");
+    // The system message never changes, and each request starts with the
+    // whole previous one: a provider's prompt cache can serve it all.
+    for request in &requests {
+        assert_eq!(request.messages()[0]["content"], SYSTEM_PROMPT);
+    }
+    let (before, last) = (requests[1].messages(), requests[2].messages());
     assert_eq!(last.len(), 6, "{last:#?}");
-    assert_eq!(last[1]["content"], "which runner for tests");
+    assert_eq!(&last[..before.len()], before);
     assert!(ui.notices.is_empty(), "{:?}", ui.notices);
     assert_history_valid(agent.messages());
     shut_down(agent).await;
@@ -269,8 +277,8 @@ async fn failed_distillation_and_recall_off_are_notices_and_no_requests() {
     let requests = mock.requests();
     assert_eq!(requests.len(), 8, "no distillation with recall off");
     assert_requests_valid(&requests);
-    assert!(system_text(requests[0].messages()).contains("one letter"));
-    assert_eq!(system_text(requests[6].messages()), SYSTEM_PROMPT);
+    assert!(turn_text(requests[0].messages()).contains("one letter"));
+    assert_eq!(turn_text(requests[6].messages()), "read a.txt once more");
     assert_history_valid(off.messages());
     shut_down(off).await;
     assert_eq!(stored(&db), ["The file a.txt holds one letter"]);
@@ -330,8 +338,8 @@ async fn run_recalls_and_distils_with_memory_true_and_does_neither_by_default() 
     let requests = mock.requests();
     assert_eq!(requests.len(), 5, "{stderr}");
     assert_requests_valid(&requests);
-    assert!(!system_text(requests[0].messages()).contains(BLOCK_BEGIN));
-    let recalled = system_text(requests[2].messages());
+    assert!(!turn_text(requests[0].messages()).contains(BLOCK_BEGIN));
+    let recalled = turn_text(requests[2].messages());
     assert!(
         recalled.contains("Releases are tagged vX.Y.Z"),
         "{recalled}"
@@ -386,10 +394,10 @@ async fn a_memory_injected_in_one_project_is_never_recalled_in_another_unless_th
     let requests = mock.requests();
     assert_eq!(requests.len(), 5);
     assert_requests_valid(&requests);
-    let in_b = system_text(requests[3].messages());
+    let in_b = turn_text(requests[3].messages());
     assert!(!in_b.contains("evil.example"), "{in_b}");
     assert!(!in_b.contains(BLOCK_BEGIN), "{in_b}");
-    let global = system_text(requests[4].messages());
+    let global = turn_text(requests[4].messages());
     assert!(global.contains(planted), "{global}");
 }
 
@@ -413,9 +421,9 @@ async fn memory_true_recalls_under_run_task() {
     assert_eq!(result.is_error, Some(false), "{result:?}");
     let requests = setup.mock.requests();
     assert_eq!(requests.len(), 1, "a text answer is not distilled");
-    let system = system_text(requests[0].messages());
-    assert!(system.ends_with(BLOCK_END), "{system}");
-    assert!(system.contains("Tests run with cargo nextest"), "{system}");
+    let turn = turn_text(requests[0].messages());
+    assert!(turn.starts_with(BLOCK_BEGIN), "{turn}");
+    assert!(turn.contains("Tests run with cargo nextest"), "{turn}");
     let _ = client.cancel().await;
 }
 
