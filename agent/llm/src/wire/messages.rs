@@ -713,3 +713,707 @@ fn read_message(response: &Value, base_url: &str) -> Result<MessageReader, Strin
     reader.stopped = true;
     Ok(reader)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::JsonList;
+    use crate::reasoning::KEY;
+    use crate::sse::{Frame, SseDecoder};
+
+    const HERE: &str = "https://api.anthropic.com/v1";
+
+    fn settings() -> ModelSettings {
+        let mut settings = ModelSettings::new(HERE, "claude-x");
+        settings.wire = WireApi::Messages;
+        settings
+    }
+
+    fn bytes(settings: &ModelSettings, messages: &[Value], tools: &[Value]) -> Vec<u8> {
+        Messages.body(&RequestParts {
+            settings,
+            model: "claude-x",
+            conversation: messages.into(),
+            tools: JsonList::Values(tools),
+        })
+    }
+
+    fn body(settings: &ModelSettings, messages: &[Value], tools: &[Value]) -> Value {
+        serde_json::from_slice(&bytes(settings, messages, tools)).unwrap()
+    }
+
+    fn thinking_item(text: &str, signature: &str) -> Value {
+        json!({"type":"thinking","thinking":text,"signature":signature})
+    }
+
+    fn stored(wire: WireApi, endpoint: &str, items: Vec<Value>) -> Value {
+        Reasoning {
+            wire,
+            endpoint: endpoint.into(),
+            text: "I should read both".into(),
+            items,
+        }
+        .to_value()
+    }
+
+    fn call(id: &str, name: &str, arguments: &str) -> Value {
+        json!({"id":id,"type":"function","function":{"name":name,"arguments":arguments}})
+    }
+
+    fn read_tool() -> Value {
+        json!({"type":"function","function":{"name":"read_file","description":"Read a file",
+            "parameters":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}}})
+    }
+
+    /// A whole session step: system, user, an assistant turn with thinking
+    /// and two calls (one id invalid for Anthropic), their results (one
+    /// failed), a later system message, the person's next words.
+    fn session() -> Vec<Value> {
+        vec![
+            json!({"role":"system","content":"You are NanoHermes."}),
+            json!({"role":"user","content":"Read a.rs and b.rs."}),
+            json!({"role":"assistant","content":"Reading both.","tool_calls":[
+                call("toolu_01", "read_file", r#"{"path":"a.rs"}"#),
+                call("call.2/x", "read_file", r#"{"path":"b.rs"}"#),
+            ], KEY: stored(WireApi::Messages, HERE, vec![
+                thinking_item("I should read both", "sig-1"),
+                json!({"type":"redacted_thinking","data":"EmwKAhgB"}),
+            ])}),
+            json!({"role":"tool","tool_call_id":"toolu_01","content":"fn a() {}"}),
+            json!({"role":"tool","tool_call_id":"call.2/x","content":"ERROR: no such file: b.rs"}),
+            json!({"role":"system","content":"The mode is now plan."}),
+            json!({"role":"user","content":"Then make b.rs."}),
+        ]
+    }
+
+    #[test]
+    fn a_session_becomes_the_golden_body() {
+        let mapped = wire_id("call.2/x").into_owned();
+        assert_eq!(mapped, "call_2_x_".to_owned() + &mapped[9..]);
+        let expected = json!({
+            "model": "claude-x",
+            "max_tokens": 4096,
+            "stream": true,
+            "system": [{"type":"text","text":"You are NanoHermes.","cache_control":{"type":"ephemeral"}}],
+            "messages": [
+                {"role":"user","content":[
+                    {"type":"text","text":"Read a.rs and b.rs.","cache_control":{"type":"ephemeral"}}
+                ]},
+                {"role":"assistant","content":[
+                    {"type":"thinking","thinking":"I should read both","signature":"sig-1"},
+                    {"type":"redacted_thinking","data":"EmwKAhgB"},
+                    {"type":"text","text":"Reading both."},
+                    {"type":"tool_use","id":"toolu_01","name":"read_file","input":{"path":"a.rs"}},
+                    {"type":"tool_use","id":mapped,"name":"read_file","input":{"path":"b.rs"}}
+                ]},
+                {"role":"user","content":[
+                    {"type":"tool_result","tool_use_id":"toolu_01","content":"fn a() {}"},
+                    {"type":"tool_result","tool_use_id":mapped,"content":"ERROR: no such file: b.rs","is_error":true},
+                    {"type":"text","text":"<system-note>\nThe mode is now plan.\n</system-note>"},
+                    {"type":"text","text":"Then make b.rs.","cache_control":{"type":"ephemeral"}}
+                ]}
+            ],
+            "tools": [{"name":"read_file","description":"Read a file",
+                "input_schema":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]},
+                "cache_control":{"type":"ephemeral"}}],
+            "tool_choice": {"type":"auto"},
+            "temperature": 0.0
+        });
+        assert_eq!(body(&settings(), &session(), &[read_tool()]), expected);
+    }
+
+    #[test]
+    fn the_same_transcript_gives_the_same_bytes() {
+        let first = bytes(&settings(), &session(), &[read_tool()]);
+        let second = bytes(&settings(), &session(), &[read_tool()]);
+        assert_eq!(first, second);
+        // Encoded tools make the same body as their values.
+        let encoded = [serde_json::value::to_raw_value(&read_tool()).unwrap()];
+        let from_encoded = Messages.body(&RequestParts {
+            settings: &settings(),
+            model: "claude-x",
+            conversation: session().as_slice().into(),
+            tools: JsonList::Encoded(&encoded),
+        });
+        assert_eq!(first, from_encoded);
+    }
+
+    #[test]
+    fn invalid_ids_are_mapped_the_same_way_everywhere_and_valid_ones_kept() {
+        assert_eq!(wire_id("toolu_01A-b"), "toolu_01A-b");
+        let a = wire_id("call.1");
+        let b = wire_id("call/1");
+        assert_ne!(a, b, "ids differing only in replaced characters stay apart");
+        for id in [
+            &a,
+            &b,
+            &wire_id(""),
+            &wire_id("functions.read:0"),
+            &wire_id("é"),
+        ] {
+            assert!(
+                !id.is_empty()
+                    && id
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+                "{id}"
+            );
+        }
+        assert_eq!(wire_id("call.1"), a, "deterministic");
+        let sent = body(&settings(), &session(), &[]);
+        let used = &sent["messages"][1]["content"][4]["id"];
+        assert_eq!(sent["messages"][2]["content"][1]["tool_use_id"], *used);
+        assert_ne!(*used, "call.2/x");
+    }
+
+    #[test]
+    fn thinking_from_another_endpoint_or_wire_is_dropped() {
+        for (wire, endpoint) in [
+            (WireApi::Messages, "https://proxy.example/v1"),
+            (WireApi::Chat, HERE),
+            (WireApi::Responses, HERE),
+        ] {
+            let mut history = session();
+            history[2][KEY] = stored(wire, endpoint, vec![thinking_item("t", "sig")]);
+            let sent = body(&settings(), &history, &[]);
+            let assistant = &sent["messages"][1]["content"];
+            assert_eq!(assistant[0]["type"], "text", "{wire} {endpoint}");
+            assert!(!sent.to_string().contains("thinking"), "{wire} {endpoint}");
+        }
+        // A trailing `/` on the base URL is the same endpoint.
+        let mut slash = settings();
+        slash.base_url = format!("{HERE}/");
+        let sent = body(&slash, &session(), &[]);
+        assert_eq!(sent["messages"][1]["content"][0]["type"], "thinking");
+    }
+
+    #[test]
+    fn consecutive_users_merge_and_messages_without_blocks_are_dropped() {
+        let history = [
+            json!({"role":"system","content":"  "}),
+            json!({"role":"user","content":"one"}),
+            json!({"role":"user","content":[{"type":"text","text":"two"}]}),
+            // Nothing Anthropic would accept: empty text, only thinking.
+            json!({"role":"assistant","content":"","tool_calls":[],
+                KEY: stored(WireApi::Messages, HERE, vec![thinking_item("hm", "s")])}),
+            json!({"role":"assistant","content":null}),
+            json!({"role":"user","content":" \n"}),
+            json!({"role":"user","content":"three"}),
+            json!({"role":"assistant","content":"done"}),
+            json!({"role":"assistant","content":"and more"}),
+        ];
+        let sent = body(&settings(), &history, &[]);
+        assert!(
+            sent.get("system").is_none(),
+            "a blank system text is refused"
+        );
+        assert!(sent.get("tools").is_none() && sent.get("tool_choice").is_none());
+        let texts = |message: &Value| -> Vec<String> {
+            message["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b["text"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let messages = sent["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 2);
+        assert_eq!(messages[0]["role"], "user");
+        assert_eq!(texts(&messages[0]), ["one", "two", "three"]);
+        assert_eq!(messages[1]["role"], "assistant");
+        assert_eq!(texts(&messages[1]), ["done", "and more"]);
+    }
+
+    #[test]
+    fn tool_results_come_first_and_an_empty_result_has_no_content() {
+        let history = [
+            json!({"role":"system","content":"s"}),
+            json!({"role":"user","content":"go"}),
+            json!({"role":"assistant","content":null,"tool_calls":[
+                call("a", "x", ""), call("b", "x", "not json")]}),
+            json!({"role":"tool","tool_call_id":"a","content":""}),
+            json!({"role":"system","content":"note"}),
+            json!({"role":"tool","tool_call_id":"b","content":"ok"}),
+        ];
+        let sent = body(&settings(), &history, &[]);
+        let assistant = &sent["messages"][1]["content"];
+        assert_eq!(assistant[0]["input"], json!({}));
+        assert_eq!(
+            assistant[1]["input"],
+            json!({}),
+            "refused arguments are sent as none"
+        );
+        let results = sent["messages"][2]["content"].as_array().unwrap();
+        let kinds: Vec<&str> = results
+            .iter()
+            .map(|b| b["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["tool_result", "tool_result", "text"]);
+        assert_eq!(results[0], json!({"type":"tool_result","tool_use_id":"a"}));
+        assert_eq!(results[1]["tool_use_id"], "b");
+        assert!(results[1].get("is_error").is_none());
+    }
+
+    fn breakpoints(sent: &Value) -> Vec<String> {
+        let mut found = Vec::new();
+        if let Some(tools) = sent["tools"].as_array() {
+            for tool in tools.iter().filter(|t| t.get("cache_control").is_some()) {
+                found.push(format!("tool {}", tool["name"]));
+            }
+        }
+        if let Some(system) = sent["system"].as_array() {
+            found.extend(
+                system
+                    .iter()
+                    .filter(|b| b.get("cache_control").is_some())
+                    .map(|_| "system".to_owned()),
+            );
+        }
+        for (m, message) in sent["messages"].as_array().unwrap().iter().enumerate() {
+            for (b, block) in message["content"].as_array().unwrap().iter().enumerate() {
+                if let Some(control) = block.get("cache_control") {
+                    assert_eq!(*control, json!({"type":"ephemeral"}));
+                    found.push(format!("message {m} block {b} {}", block["type"]));
+                }
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn four_breakpoints_where_the_cache_is_read_and_written_fewer_on_short_histories() {
+        let tools = [
+            read_tool(),
+            json!({"type":"function","function":{"name":"shell"}}),
+        ];
+        let mut history = session();
+        history.push(
+            json!({"role":"assistant","content":null,"tool_calls":[call("c", "shell", "{}")],
+            KEY: stored(WireApi::Messages, HERE, vec![thinking_item("t", "s")])}),
+        );
+        history.push(json!({"role":"tool","tool_call_id":"c","content":"done"}));
+        let sent = body(&settings(), &history, &tools);
+        assert_eq!(
+            breakpoints(&sent),
+            [
+                "tool \"shell\"",
+                "system",
+                // Latest one step earlier: the previous request's last message.
+                "message 2 block 3 \"text\"",
+                "message 4 block 0 \"tool_result\"",
+            ]
+        );
+        // The previous request put its latest breakpoint on the block this
+        // one reads at: the same message, the same block.
+        let previous = body(&settings(), &history[..7], &tools);
+        assert_eq!(previous["messages"][2], sent["messages"][2]);
+
+        let short = [
+            json!({"role":"system","content":"s"}),
+            json!({"role":"user","content":"hi"}),
+        ];
+        assert_eq!(
+            breakpoints(&body(&settings(), &short, &[])),
+            ["system", "message 0 block 0 \"text\""]
+        );
+        assert_eq!(
+            breakpoints(&body(&settings(), &short[1..], &[])),
+            ["message 0 block 0 \"text\""]
+        );
+        assert_eq!(
+            breakpoints(&body(&settings(), &[], &[])),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn never_a_breakpoint_on_thinking() {
+        // A prefilled assistant message is the latest one; its thinking
+        // comes first, so the breakpoint goes on its last other block.
+        let history = [
+            json!({"role":"user","content":"go"}),
+            json!({"role":"assistant","content":"ok",
+                KEY: stored(WireApi::Messages, HERE, vec![thinking_item("t", "s")])}),
+        ];
+        let sent = body(&settings(), &history, &[]);
+        assert_eq!(
+            breakpoints(&sent),
+            ["message 0 block 0 \"text\"", "message 1 block 1 \"text\""]
+        );
+        let mut turns = vec![Turn {
+            role: "assistant",
+            blocks: vec![
+                thinking_item("t", "s"),
+                json!({"type":"redacted_thinking","data":"d"}),
+            ],
+        }];
+        set_message_breakpoints(&mut turns);
+        assert!(
+            turns[0]
+                .blocks
+                .iter()
+                .all(|b| b.get("cache_control").is_none())
+        );
+    }
+
+    #[test]
+    fn thinking_replaces_temperature_with_a_budget_below_max_tokens() {
+        let mut settings = settings();
+        settings.body.thinking = true;
+        let sent = body(&settings, &session()[..2], &[]);
+        assert_eq!(
+            sent["thinking"],
+            json!({"type":"enabled","budget_tokens":2048})
+        );
+        assert!(sent.get("temperature").is_none());
+        assert_eq!(sent["max_tokens"], 4096);
+        // Too small a budget for thinking: sent without it.
+        settings.body.max_tokens = 2047;
+        let sent = body(&settings, &session()[..2], &[]);
+        assert!(sent.get("thinking").is_none());
+        assert_eq!(sent["temperature"], 0.0);
+        assert_eq!(thinking_budget(2048), Some(1024));
+        for max in [2048, 4096, 64_000] {
+            let budget = thinking_budget(max).unwrap();
+            assert!((MIN_THINKING_BUDGET..max).contains(&budget), "{max}");
+        }
+    }
+
+    #[test]
+    fn headers_carry_the_key_and_the_version_and_no_bearer() {
+        let mut headers = HeaderMap::new();
+        Messages.auth_headers(Some("sk-ant-1"), &mut headers);
+        assert_eq!(headers["x-api-key"], "sk-ant-1");
+        assert_eq!(headers["anthropic-version"], ANTHROPIC_VERSION);
+        assert!(headers.get("authorization").is_none());
+        let mut headers = HeaderMap::new();
+        Messages.auth_headers(None, &mut headers);
+        assert!(headers.get("x-api-key").is_none());
+        assert_eq!(headers.len(), 1);
+    }
+
+    /// Feeds an SSE body through the decoder and the reader, in pieces of
+    /// `piece` bytes; returns the reader and what it showed.
+    fn read_stream(body: &str, piece: usize) -> (MessageReader, Vec<String>, bool) {
+        let mut decoder = SseDecoder::default();
+        let mut reader = MessageReader::at(HERE);
+        let mut shown = Vec::new();
+        let mut finished = false;
+        let mut frames = Vec::new();
+        for chunk in body.as_bytes().chunks(piece) {
+            frames.extend(decoder.push(chunk).unwrap());
+        }
+        frames.extend(decoder.finish());
+        for frame in frames {
+            let Frame::Data(value) = frame else {
+                panic!("unexpected frame {frame:?}");
+            };
+            assert!(!finished, "an event after message_stop");
+            match reader.apply(&value).unwrap() {
+                Some(Delta::Text(text)) => shown.push(format!("text:{text}")),
+                Some(Delta::Reasoning(text)) => shown.push(format!("thinking:{text}")),
+                None => {}
+            }
+            finished = reader.finished();
+        }
+        (reader, shown, finished)
+    }
+
+    fn sse(events: &[Value]) -> String {
+        events
+            .iter()
+            .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+            .collect()
+    }
+
+    fn recorded_stream() -> String {
+        sse(&[
+            json!({"type":"message_start","message":{"id":"msg_01","type":"message","role":"assistant",
+                "model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,
+                "usage":{"input_tokens":12,"cache_creation_input_tokens":340,"cache_read_input_tokens":5120,"output_tokens":2}}}),
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}),
+            json!({"type":"ping"}),
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"The user wants "}}),
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"both files."}}),
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQBCkgIBRABGAIiQL+sig=="}}),
+            json!({"type":"content_block_stop","index":0}),
+            json!({"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}),
+            json!({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"I'll read "}}),
+            json!({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"both."}}),
+            json!({"type":"content_block_stop","index":1}),
+            json!({"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_01A","name":"read_file","input":{}}}),
+            json!({"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":""}}),
+            json!({"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"path\": \"src/"}}),
+            json!({"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"main.rs\"}"}}),
+            json!({"type":"content_block_stop","index":2}),
+            json!({"type":"content_block_start","index":3,"content_block":{"type":"tool_use","id":"toolu_01B","name":"list_dir","input":{}}}),
+            json!({"type":"content_block_stop","index":3}),
+            json!({"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":91}}),
+            json!({"type":"message_stop"}),
+        ])
+    }
+
+    #[test]
+    fn a_recorded_stream_becomes_the_exact_turn() {
+        let body = recorded_stream();
+        for piece in [1, 7, body.len()] {
+            let (reader, shown, finished) = read_stream(&body, piece);
+            assert!(finished);
+            assert!(reader.whole_at_eof());
+            assert_eq!(
+                shown,
+                [
+                    "thinking:The user wants ",
+                    "thinking:both files.",
+                    "text:I'll read ",
+                    "text:both."
+                ]
+            );
+            let turn = Box::new(reader).finish("claude-sonnet-4-5");
+            assert_eq!(
+                turn,
+                AssistantTurn {
+                    content: "I'll read both.".into(),
+                    tool_calls: vec![
+                        ToolCall {
+                            id: "toolu_01A".into(),
+                            name: "read_file".into(),
+                            arguments: "{\"path\": \"src/main.rs\"}".into(),
+                        },
+                        ToolCall {
+                            id: "toolu_01B".into(),
+                            name: "list_dir".into(),
+                            arguments: "{}".into(),
+                        },
+                    ],
+                    usage: Some(Usage {
+                        prompt_tokens: 12 + 5120 + 340,
+                        completion_tokens: 91,
+                        cached_tokens: 5120,
+                        cache_write_tokens: 340,
+                        reasoning_tokens: 0,
+                    }),
+                    model: "claude-sonnet-4-5".into(),
+                    finish_reason: Some("tool_calls".into()),
+                    reasoning: Some(Reasoning {
+                        wire: WireApi::Messages,
+                        endpoint: HERE.into(),
+                        text: "The user wants both files.".into(),
+                        items: vec![thinking_item(
+                            "The user wants both files.",
+                            "EqQBCkgIBRABGAIiQL+sig=="
+                        )],
+                    }),
+                },
+                "piece {piece}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_streamed_turn_is_replayed_with_its_signature_verbatim() {
+        let (reader, _, _) = read_stream(&recorded_stream(), 4096);
+        let turn = reader.finish("m");
+        let calls: Vec<Value> = turn
+            .tool_calls
+            .iter()
+            .map(|c| call(&c.id, &c.name, &c.arguments))
+            .collect();
+        let history = [
+            json!({"role":"user","content":"go"}),
+            json!({"role":"assistant","content":turn.content,"tool_calls":calls,
+                KEY: turn.reasoning.as_ref().unwrap().to_value()}),
+            json!({"role":"tool","tool_call_id":"toolu_01A","content":"fn main() {}"}),
+            json!({"role":"tool","tool_call_id":"toolu_01B","content":"src/"}),
+        ];
+        let sent = body(&settings(), &history, &[]);
+        assert_eq!(
+            sent["messages"][1]["content"],
+            json!([
+                thinking_item("The user wants both files.", "EqQBCkgIBRABGAIiQL+sig=="),
+                {"type":"text","text":"I'll read both."},
+                {"type":"tool_use","id":"toolu_01A","name":"read_file","input":{"path":"src/main.rs"}},
+                {"type":"tool_use","id":"toolu_01B","name":"list_dir","input":{}}
+            ])
+        );
+    }
+
+    fn short_stream(stop_reason: &str, with_stop: bool) -> MessageReader {
+        let mut events = vec![
+            json!({"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}),
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Partial"}}),
+            json!({"type":"content_block_stop","index":0}),
+            json!({"type":"message_delta","delta":{"stop_reason":stop_reason},"usage":{"output_tokens":7}}),
+        ];
+        if with_stop {
+            events.push(json!({"type":"message_stop"}));
+        }
+        read_stream(&sse(&events), 64).0
+    }
+
+    #[test]
+    fn stop_reasons_are_told_in_chat_words() {
+        for (stop, expected) in [
+            ("end_turn", "stop"),
+            ("stop_sequence", "stop"),
+            ("max_tokens", "length"),
+            ("pause_turn", "pause_turn"),
+            ("refusal", "refusal"),
+            ("tool_use", "tool_calls"),
+        ] {
+            let turn = short_stream(stop, true).finish("m");
+            assert_eq!(turn.finish_reason.as_deref(), Some(expected), "{stop}");
+            assert_eq!(turn.content, "Partial");
+            assert_eq!(
+                turn.usage.unwrap().completion_tokens,
+                7,
+                "output is cumulative"
+            );
+            assert_eq!(turn.usage.unwrap().prompt_tokens, 5);
+            assert_eq!(turn.reasoning, None);
+        }
+        let turn = short_stream("max_tokens", true).finish("m");
+        assert!(!turn.is_cut_off(0), "no call was being written");
+    }
+
+    #[test]
+    fn a_stream_is_whole_at_eof_only_after_a_stop_reason_or_message_stop() {
+        let cut = sse(&[
+            json!({"type":"message_start","message":{"usage":{"input_tokens":5}}}),
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Half"}}),
+        ]);
+        let (reader, _, finished) = read_stream(&cut, 64);
+        assert!(!finished && !reader.whole_at_eof());
+        let reader = short_stream("end_turn", false);
+        assert!(!reader.finished() && reader.whole_at_eof());
+    }
+
+    #[test]
+    fn a_redacted_thinking_block_is_kept_verbatim_in_order() {
+        let redacted = json!({"type":"redacted_thinking","data":"EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP"});
+        let stream = sse(&[
+            json!({"type":"message_start","message":{"usage":{"input_tokens":1,"output_tokens":1}}}),
+            json!({"type":"content_block_start","index":0,"content_block":redacted}),
+            json!({"type":"content_block_stop","index":0}),
+            json!({"type":"content_block_start","index":1,"content_block":{"type":"thinking","thinking":""}}),
+            json!({"type":"content_block_delta","index":1,"delta":{"type":"thinking_delta","thinking":"ok"}}),
+            json!({"type":"content_block_delta","index":1,"delta":{"type":"signature_delta","signature":"sig"}}),
+            json!({"type":"content_block_start","index":2,"content_block":{"type":"text","text":""}}),
+            json!({"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"Hi"}}),
+            json!({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}}),
+            json!({"type":"message_stop"}),
+        ]);
+        let turn = read_stream(&stream, 9).0.finish("m");
+        let reasoning = turn.reasoning.unwrap();
+        assert_eq!(reasoning.items, [redacted, thinking_item("ok", "sig")]);
+        assert_eq!(reasoning.text, "ok");
+        assert_eq!(turn.content, "Hi");
+    }
+
+    #[test]
+    fn tool_input_past_the_limit_stops_the_reading() {
+        let mut reader = MessageReader::at(HERE);
+        reader
+            .apply(&json!({"type":"content_block_start","index":0,
+                "content_block":{"type":"tool_use","id":"t","name":"write_file","input":{}}}))
+            .unwrap();
+        let piece = json!({"type":"content_block_delta","index":0,
+            "delta":{"type":"input_json_delta","partial_json":"x".repeat(300_000)}});
+        for _ in 0..3 {
+            reader.apply(&piece).unwrap();
+            assert!(!reader.arguments_over_limit());
+        }
+        reader.apply(&piece).unwrap();
+        assert!(reader.arguments_over_limit());
+        assert!(reader.size() <= MAX_ARGUMENTS + 1);
+        let turn = reader.finish("m");
+        assert!(turn.tool_calls[0].parse_arguments().is_err());
+    }
+
+    #[test]
+    fn an_error_event_is_an_error_and_overloaded_is_retried() {
+        let event =
+            json!({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}});
+        let frames = SseDecoder::default()
+            .push(format!("event: error\ndata: {event}\n\n").as_bytes())
+            .unwrap();
+        assert_eq!(frames, [Frame::Error(event.clone())]);
+        let error = MessageReader::at(HERE).apply(&event).unwrap_err();
+        assert!(error.is_retryable(), "{error}");
+        assert!(crate::retry::is_retryable_status(529));
+    }
+
+    #[test]
+    fn anthropic_error_bodies_give_their_message_and_too_long_prompts_are_context_errors() {
+        let body = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210443 tokens > 200000 maximum"}}"#;
+        let error = LlmError::from_status(400, body, None, HERE, "claude-x");
+        assert!(error.is_context_length());
+        assert!(!error.is_retryable());
+        assert!(
+            error
+                .to_string()
+                .ends_with("HTTP 400: prompt is too long: 210443 tokens > 200000 maximum"),
+            "{error}"
+        );
+        let overloaded =
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        let error = LlmError::from_status(529, overloaded, None, HERE, "claude-x");
+        assert!(error.is_retryable());
+        assert!(
+            error.to_string().ends_with("HTTP 529: Overloaded"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_whole_message_is_read_like_a_stream() {
+        let response = json!({
+            "id":"msg_02","type":"message","role":"assistant","model":"claude-x",
+            "content":[
+                {"type":"thinking","thinking":"Look first.","signature":"sig-w"},
+                {"type":"text","text":"Looking."},
+                {"type":"tool_use","id":"toolu_9","name":"read_file","input":{"path":"a"}},
+                {"type":"tool_use","id":"toolu_10","name":"list_dir","input":{}}
+            ],
+            "stop_reason":"tool_use","stop_sequence":null,
+            "usage":{"input_tokens":3,"cache_read_input_tokens":10,"cache_creation_input_tokens":0,"output_tokens":20}
+        });
+        let turn = Messages.whole(&settings(), &response, "claude-x").unwrap();
+        assert_eq!(turn.content, "Looking.");
+        assert_eq!(
+            turn.tool_calls,
+            [
+                ToolCall {
+                    id: "toolu_9".into(),
+                    name: "read_file".into(),
+                    arguments: r#"{"path":"a"}"#.into()
+                },
+                ToolCall {
+                    id: "toolu_10".into(),
+                    name: "list_dir".into(),
+                    arguments: "{}".into()
+                }
+            ]
+        );
+        assert_eq!(turn.finish_reason.as_deref(), Some("tool_calls"));
+        assert_eq!(
+            turn.usage,
+            Some(Usage {
+                prompt_tokens: 13,
+                completion_tokens: 20,
+                cached_tokens: 10,
+                cache_write_tokens: 0,
+                reasoning_tokens: 0
+            })
+        );
+        let reasoning = turn.reasoning.unwrap();
+        assert_eq!(reasoning.items, [thinking_item("Look first.", "sig-w")]);
+        assert_eq!(reasoning.text, "Look first.");
+        let error = Messages
+            .whole(&settings(), &json!({"type":"message"}), "m")
+            .unwrap_err();
+        assert!(error.starts_with("no content in the message"), "{error}");
+    }
+}
