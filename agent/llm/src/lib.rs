@@ -190,8 +190,8 @@ impl Client {
         if !settings.query_params.is_empty() {
             url.query_pairs_mut().extend_pairs(&settings.query_params);
         }
-        if settings.wire != WireApi::Chat {
-            // Issue 27 in progress: the two new wires are not built yet.
+        if settings.wire == WireApi::Messages {
+            // Issue 27 in progress: the messages wire is not built yet.
             return Err(LlmError::Connect {
                 base_url: settings.base_url.clone(),
                 reason: format!("the {} wire is not built yet", settings.wire),

@@ -325,7 +325,7 @@ pub fn accumulate_tool_calls(deltas: Option<&Value>, slots: &mut Vec<ToolCall>) 
 /// Appends `piece` while `arguments` is within [`MAX_ARGUMENTS`]; the piece
 /// that crosses it is kept up to one character past the limit, and later
 /// pieces are dropped.
-fn append_capped(arguments: &mut String, piece: &str) {
+pub(crate) fn append_capped(arguments: &mut String, piece: &str) {
     let Some(room) = MAX_ARGUMENTS.checked_sub(arguments.len()) else {
         return;
     };
