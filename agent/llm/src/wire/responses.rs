@@ -654,3 +654,490 @@ impl StreamReader for Reader {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reasoning::KEY;
+    use crate::{BodyOptions, Conversation, JsonList};
+    use serde_json::value::RawValue;
+
+    const BASE: &str = "https://api.openai.com/v1";
+
+    fn settings(thinking: bool) -> ModelSettings {
+        let mut settings = ModelSettings::new(format!("{BASE}/"), "gpt-5");
+        settings.body = BodyOptions {
+            temperature: 0.0,
+            max_tokens: 8192,
+            stream: true,
+            thinking,
+        };
+        settings
+    }
+
+    fn body_bytes(settings: &ModelSettings, messages: &[Value], tools: JsonList<'_>) -> Vec<u8> {
+        Responses.body(&RequestParts {
+            settings,
+            model: &settings.model,
+            conversation: Conversation::from(messages),
+            tools,
+        })
+    }
+
+    fn body(settings: &ModelSettings, messages: &[Value], tools: &[Value]) -> Value {
+        serde_json::from_slice(&body_bytes(settings, messages, JsonList::Values(tools))).unwrap()
+    }
+
+    /// A reasoning item as the server sends it (keys in sorted order, the
+    /// order `Value` keeps them in).
+    fn reasoning_item(id: &str, summaries: &[&str]) -> Value {
+        let summary: Vec<Value> = summaries
+            .iter()
+            .map(|text| json!({"text": text, "type": "summary_text"}))
+            .collect();
+        json!({"encrypted_content": format!("gAAAA-{id}"), "id": id, "summary": summary, "type": "reasoning"})
+    }
+
+    fn stored(wire: WireApi, endpoint: &str, items: Vec<Value>) -> Value {
+        Reasoning {
+            wire,
+            endpoint: endpoint.into(),
+            text: "thought".into(),
+            items,
+        }
+        .to_value()
+    }
+
+    fn history() -> Vec<Value> {
+        vec![
+            json!({"role":"system","content":"You are NanoHermes."}),
+            json!({"role":"user","content":"list the files"}),
+            json!({"role":"assistant","content":"Looking."}),
+            json!({"role":"user","content":"read both"}),
+            json!({"role":"assistant","content":null,"tool_calls":[
+                {"id":"call_A","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"a.rs\"}"}},
+                {"id":"call_B","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"b.rs\"}"}}
+            ], KEY: stored(WireApi::Responses, BASE, vec![reasoning_item("rs_1", &["Plan"])])}),
+            json!({"role":"tool","tool_call_id":"call_A","content":"fn a() {}"}),
+            json!({"role":"tool","tool_call_id":"call_B","content":"ERROR: no such file"}),
+            json!({"role":"system","content":"The sandbox is read-only."}),
+        ]
+    }
+
+    fn tools() -> Vec<Value> {
+        vec![json!({"type":"function","function":{
+            "name":"read_file","description":"Read a file.",
+            "parameters":{"properties":{"path":{"type":"string"}},"required":["path"],"type":"object"}}})]
+    }
+
+    #[test]
+    fn the_body_of_a_whole_history_is_exactly_this() {
+        let mut settings = settings(true);
+        settings.prompt_cache_key = Some("session-1".into());
+        let bytes = body_bytes(&settings, &history(), JsonList::Values(&tools()));
+        let golden = concat!(
+            r#"{"model":"gpt-5","instructions":"You are NanoHermes.","input":["#,
+            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"list the files"}]},"#,
+            r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Looking."}]},"#,
+            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"read both"}]},"#,
+            r#"{"encrypted_content":"gAAAA-rs_1","id":"rs_1","summary":[{"text":"Plan","type":"summary_text"}],"type":"reasoning"},"#,
+            r#"{"type":"function_call","call_id":"call_A","name":"read_file","arguments":"{\"path\":\"a.rs\"}"},"#,
+            r#"{"type":"function_call","call_id":"call_B","name":"read_file","arguments":"{\"path\":\"b.rs\"}"},"#,
+            r#"{"type":"function_call_output","call_id":"call_A","output":"fn a() {}"},"#,
+            r#"{"type":"function_call_output","call_id":"call_B","output":"ERROR: no such file"},"#,
+            r#"{"type":"message","role":"developer","content":[{"type":"input_text","text":"The sandbox is read-only."}]}"#,
+            r#"],"tools":[{"description":"Read a file.","name":"read_file","#,
+            r#""parameters":{"properties":{"path":{"type":"string"}},"required":["path"],"type":"object"},"strict":false,"type":"function"}],"#,
+            r#""tool_choice":"auto","parallel_tool_calls":true,"store":false,"include":["reasoning.encrypted_content"],"#,
+            r#""stream":true,"max_output_tokens":8192,"reasoning":{"effort":"high","summary":"auto"},"#,
+            r#""prompt_cache_key":"session-1"}"#,
+        );
+        assert_eq!(String::from_utf8(bytes).unwrap(), golden);
+    }
+
+    #[test]
+    fn two_builds_of_one_history_are_the_same_bytes_whatever_form_the_tools_come_in() {
+        let settings = settings(true);
+        let tools = tools();
+        let encoded: Vec<Box<RawValue>> = tools
+            .iter()
+            .map(|t| serde_json::value::to_raw_value(t).unwrap())
+            .collect();
+        let first = body_bytes(&settings, &history(), JsonList::Values(&tools));
+        let second = body_bytes(&settings, &history(), JsonList::Values(&tools));
+        let from_encoded = body_bytes(&settings, &history(), JsonList::Encoded(&encoded));
+        assert_eq!(first, second);
+        assert_eq!(first, from_encoded);
+    }
+
+    #[test]
+    fn reasoning_from_another_wire_or_endpoint_is_dropped() {
+        let item = reasoning_item("rs_x", &["x"]);
+        let history = [
+            json!({"role":"user","content":"q"}),
+            json!({"role":"assistant","content":"a",
+                   KEY: stored(WireApi::Chat, BASE, vec![item.clone()])}),
+            json!({"role":"assistant","content":"b",
+                   KEY: stored(WireApi::Responses, "https://other.example/v1", vec![item.clone()])}),
+            json!({"role":"assistant","content":"c",
+                   KEY: stored(WireApi::Responses, BASE, vec![item.clone()])}),
+        ];
+        let input = body(&settings(true), &history, &[])["input"].clone();
+        let types: Vec<&str> = input
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["type"].as_str().unwrap())
+            .collect();
+        // No system message: no instructions, the user's text comes first.
+        assert_eq!(
+            types,
+            ["message", "message", "message", "reasoning", "message"]
+        );
+        assert_eq!(input[3], item);
+        assert_eq!(input[4]["content"][0]["text"], "c");
+        assert!(
+            body(&settings(true), &history, &[])
+                .get("instructions")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn without_thinking_temperature_is_sent_and_reasoning_is_not_asked_for() {
+        let sent = body(
+            &settings(false),
+            &[json!({"role":"user","content":"hi"})],
+            &[],
+        );
+        assert_eq!(
+            sent,
+            json!({
+                "model":"gpt-5",
+                "input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}],
+                "store":false,
+                "stream":true,
+                "max_output_tokens":8192,
+                "temperature":0.0
+            })
+        );
+    }
+
+    /// A recorded stream: a reasoning item in two summaries, text, and two
+    /// parallel calls whose argument deltas interleave.
+    fn recorded_events() -> Vec<Value> {
+        let reasoning = reasoning_item("rs_1", &["**Planning** the reads", "Two files."]);
+        let message = json!({"id":"msg_1","type":"message","status":"completed","role":"assistant",
+            "content":[{"type":"output_text","annotations":[],"text":"Reading both."}]});
+        let call = |id: &str, call_id: &str, index: u64, arguments: &str| {
+            json!({"type":"response.output_item.done","output_index":index,"item":{
+                "id":id,"type":"function_call","status":"completed","arguments":arguments,
+                "call_id":call_id,"name":"read_file"}})
+        };
+        let added = |id: &str, call_id: &str, index: u64| {
+            json!({"type":"response.output_item.added","output_index":index,"item":{
+                "id":id,"type":"function_call","status":"in_progress","arguments":"",
+                "call_id":call_id,"name":"read_file"}})
+        };
+        let args = |id: &str, index: u64, delta: &str| json!({"type":"response.function_call_arguments.delta","item_id":id,"output_index":index,"delta":delta});
+        let summary = |index: u64, delta: &str| {
+            json!({"type":"response.reasoning_summary_text.delta","item_id":"rs_1","output_index":0,
+                   "summary_index":index,"delta":delta})
+        };
+        let part_added = |index: u64| {
+            json!({"type":"response.reasoning_summary_part.added","item_id":"rs_1","output_index":0,
+                   "summary_index":index,"part":{"type":"summary_text","text":""}})
+        };
+        let text = |delta: &str| {
+            json!({"type":"response.output_text.delta","item_id":"msg_1","output_index":1,
+                   "content_index":0,"delta":delta})
+        };
+        let a = r#"{"path":"a.rs"}"#;
+        let b = r#"{"path":"b.rs"}"#;
+        vec![
+            json!({"type":"response.created","sequence_number":0,"response":{"id":"resp_1","status":"in_progress","output":[],"usage":null}}),
+            json!({"type":"response.in_progress","sequence_number":1,"response":{"id":"resp_1","status":"in_progress"}}),
+            json!({"type":"response.output_item.added","output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[]}}),
+            part_added(0),
+            summary(0, "**Planning**"),
+            summary(0, " the reads"),
+            json!({"type":"response.reasoning_summary_text.done","item_id":"rs_1","output_index":0,"summary_index":0,"text":"**Planning** the reads"}),
+            part_added(1),
+            summary(1, "Two files."),
+            json!({"type":"response.output_item.done","output_index":0,"item":reasoning}),
+            json!({"type":"response.output_item.added","output_index":1,"item":{"id":"msg_1","type":"message","status":"in_progress","role":"assistant","content":[]}}),
+            json!({"type":"response.content_part.added","item_id":"msg_1","output_index":1,"content_index":0,"part":{"type":"output_text","annotations":[],"text":""}}),
+            text("Reading "),
+            text("both."),
+            json!({"type":"response.output_text.done","item_id":"msg_1","output_index":1,"content_index":0,"text":"Reading both."}),
+            json!({"type":"response.output_item.done","output_index":1,"item":message}),
+            added("fc_1", "call_A", 2),
+            args("fc_1", 2, r#"{"path":"#),
+            added("fc_2", "call_B", 3),
+            args("fc_2", 3, r#"{"pa"#),
+            args("fc_1", 2, r#""a.rs"}"#),
+            args("fc_2", 3, r#"th":"b.rs"}"#),
+            json!({"type":"response.function_call_arguments.done","item_id":"fc_1","output_index":2,"arguments":a}),
+            call("fc_1", "call_A", 2, a),
+            json!({"type":"response.function_call_arguments.done","item_id":"fc_2","output_index":3,"arguments":b}),
+            call("fc_2", "call_B", 3, b),
+            json!({"type":"response.completed","response":{"id":"resp_1","status":"completed",
+                "output":[reasoning, message, call("fc_1","call_A",2,a)["item"], call("fc_2","call_B",3,b)["item"]],
+                "usage":{"input_tokens":1200,"input_tokens_details":{"cached_tokens":1024},
+                         "output_tokens":300,"output_tokens_details":{"reasoning_tokens":192},"total_tokens":1500}}}),
+        ]
+    }
+
+    fn expected_turn() -> AssistantTurn {
+        let call = |id: &str, path: &str| ToolCall {
+            id: id.into(),
+            name: "read_file".into(),
+            arguments: format!(r#"{{"path":"{path}"}}"#),
+        };
+        AssistantTurn {
+            content: "Reading both.".into(),
+            tool_calls: vec![call("call_A", "a.rs"), call("call_B", "b.rs")],
+            usage: Some(Usage {
+                prompt_tokens: 1200,
+                completion_tokens: 300,
+                cached_tokens: 1024,
+                cache_write_tokens: 0,
+                reasoning_tokens: 192,
+            }),
+            model: "gpt-5".into(),
+            finish_reason: Some("tool_calls".into()),
+            reasoning: Some(Reasoning {
+                wire: WireApi::Responses,
+                endpoint: BASE.into(),
+                text: "**Planning** the reads\n\nTwo files.".into(),
+                items: vec![reasoning_item(
+                    "rs_1",
+                    &["**Planning** the reads", "Two files."],
+                )],
+            }),
+        }
+    }
+
+    /// Applies `events` to a fresh reader; returns it and what went to the screen.
+    fn read(events: &[Value]) -> (Box<dyn StreamReader>, Vec<Delta<'_>>) {
+        let mut reader = Responses.stream_reader(&settings(true));
+        let mut shown = Vec::new();
+        for event in events {
+            assert!(!reader.finished(), "read on after the end: {event}");
+            shown.extend(reader.apply(event).unwrap());
+        }
+        (reader, shown)
+    }
+
+    #[test]
+    fn a_recorded_stream_is_read_into_the_exact_turn() {
+        let events = recorded_events();
+        let (reader, shown) = read(&events);
+        assert_eq!(
+            shown,
+            [
+                Delta::Reasoning("**Planning**"),
+                Delta::Reasoning(" the reads"),
+                Delta::Reasoning("\n\n"),
+                Delta::Reasoning("Two files."),
+                Delta::Text("Reading "),
+                Delta::Text("both."),
+            ]
+        );
+        assert!(reader.finished() && reader.whole_at_eof());
+        assert_eq!(reader.finish("gpt-5"), expected_turn());
+    }
+
+    #[test]
+    fn the_end_is_only_the_terminal_event() {
+        let events = recorded_events();
+        let (reader, _) = read(&events[..events.len() - 1]);
+        assert!(!reader.finished());
+        assert!(!reader.whole_at_eof());
+    }
+
+    #[test]
+    fn argument_deltas_alone_make_the_calls_by_item_id_or_output_index() {
+        let events = [
+            json!({"type":"response.output_item.added","output_index":0,"item":{"id":"fc_1","type":"function_call","call_id":"call_A","name":"x","arguments":""}}),
+            json!({"type":"response.output_item.added","output_index":1,"item":{"id":"fc_2","type":"function_call","call_id":"call_B","name":"y","arguments":""}}),
+            json!({"type":"response.function_call_arguments.delta","item_id":"fc_2","output_index":1,"delta":"{\"b\":"}),
+            json!({"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":0,"delta":"{\"a\":1}"}),
+            // A server that names the item by its place only.
+            json!({"type":"response.function_call_arguments.delta","output_index":1,"delta":"2}"}),
+            json!({"type":"response.completed","response":{"status":"completed","output":[]}}),
+        ];
+        let (reader, _) = read(&events);
+        let turn = reader.finish("m");
+        let calls: Vec<_> = turn
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str()))
+            .collect();
+        assert_eq!(
+            calls,
+            [("call_A", "x", r#"{"a":1}"#), ("call_B", "y", r#"{"b":2}"#)]
+        );
+        assert_eq!(turn.finish_reason.as_deref(), Some("tool_calls"));
+        assert_eq!(turn.usage, None);
+        assert_eq!(turn.reasoning, None);
+    }
+
+    #[test]
+    fn the_reasoning_of_a_turn_goes_back_verbatim_to_its_endpoint_only() {
+        let events = recorded_events();
+        let turn = read(&events).0.finish("gpt-5");
+        let reasoning = turn.reasoning.clone().unwrap();
+        let message = json!({"role":"assistant","content":turn.content,
+            "tool_calls":[{"id":"call_A","type":"function","function":{"name":"read_file","arguments":"{}"}}],
+            KEY: reasoning.to_value()});
+        let history = [json!({"role":"user","content":"q"}), message];
+        let here = body(&settings(true), &history, &[]);
+        assert_eq!(here["input"][1], reasoning.items[0]);
+        assert_eq!(here["input"][2]["type"], "message");
+        assert_eq!(here["input"][3]["call_id"], "call_A");
+        let mut elsewhere = settings(true);
+        elsewhere.base_url = "http://localhost:8080/v1".into();
+        let there = body(&elsewhere, &history, &[]);
+        assert_eq!(there["input"][1]["type"], "message");
+        assert_eq!(there["input"].as_array().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn a_reasoning_item_without_encrypted_content_keeps_its_text_only() {
+        let events = [
+            json!({"type":"response.output_item.done","output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"thinking"}]}}),
+            json!({"type":"response.completed","response":{"status":"completed","output":[]}}),
+        ];
+        let (reader, shown) = read(&events);
+        assert_eq!(shown, [Delta::Reasoning("thinking")]);
+        let reasoning = reader.finish("m").reasoning.unwrap();
+        assert_eq!(reasoning.text, "thinking");
+        assert!(reasoning.items.is_empty());
+    }
+
+    #[test]
+    fn running_out_of_output_tokens_is_length_and_cuts_off_the_last_call() {
+        let events = [
+            json!({"type":"response.output_item.added","output_index":0,"item":{"id":"fc_1","type":"function_call","call_id":"call_A","name":"write_file","arguments":""}}),
+            json!({"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":0,"delta":"{\"content\":\"lo"}),
+            json!({"type":"response.incomplete","response":{"status":"incomplete",
+                "incomplete_details":{"reason":"max_output_tokens"},"output":[],
+                "usage":{"input_tokens":10,"output_tokens":4096}}}),
+        ];
+        let (reader, _) = read(&events);
+        assert!(reader.finished() && reader.whole_at_eof());
+        let turn = reader.finish("m");
+        assert_eq!(turn.finish_reason.as_deref(), Some("length"));
+        assert!(turn.is_cut_off(0));
+        assert_eq!(turn.tool_calls[0].arguments, "{\"content\":\"lo");
+        assert_eq!(turn.usage.unwrap().completion_tokens, 4096);
+    }
+
+    fn error_of(event: Value) -> LlmError {
+        let mut reader = Responses.stream_reader(&settings(false));
+        reader.apply(&event).unwrap_err()
+    }
+
+    #[test]
+    fn failed_and_error_events_fail_the_attempt_and_are_classified() {
+        let failed = |code: &str, message: &str| {
+            error_of(
+                json!({"type":"response.failed","response":{"status":"failed",
+                "error":{"code":code,"message":message}}}),
+            )
+        };
+        let server = failed(
+            "server_error",
+            "The server had an error while processing your request.",
+        );
+        assert_eq!(
+            server,
+            LlmError::Stream {
+                code: Some("server_error".into()),
+                kind: None,
+                message: "The server had an error while processing your request.".into()
+            }
+        );
+        assert!(server.is_retryable());
+        assert!(failed("rate_limit_exceeded", "Rate limit reached").is_retryable());
+        let too_long = failed(
+            "context_length_exceeded",
+            "Your input exceeds the context window of this model.",
+        );
+        assert!(too_long.is_context_length() && !too_long.is_retryable());
+        let error = error_of(json!({"type":"error","code":"context_length_exceeded",
+            "message":"Your input exceeds the context window of this model.","param":"input","sequence_number":2}));
+        assert!(error.is_context_length() && !error.is_retryable());
+        let error =
+            error_of(json!({"type":"error","code":"server_error","message":"","param":null}));
+        assert!(error.is_retryable());
+        let silent =
+            error_of(json!({"type":"response.failed","response":{"status":"failed","error":null}}));
+        assert!(!silent.is_retryable());
+        assert!(silent.to_string().contains("failed without saying why"));
+    }
+
+    #[test]
+    fn arguments_past_the_limit_end_the_reading_and_the_call_is_refused() {
+        let mut reader = Responses.stream_reader(&settings(false));
+        let added = json!({"type":"response.output_item.added","output_index":0,"item":{"id":"fc_1","type":"function_call","call_id":"call_A","name":"write_file","arguments":""}});
+        reader.apply(&added).unwrap();
+        let piece = json!({"type":"response.function_call_arguments.delta","item_id":"fc_1","delta":"é".repeat(40_000)});
+        for _ in 0..13 {
+            reader.apply(&piece).unwrap();
+            assert!(!reader.arguments_over_limit());
+        }
+        for _ in 0..20 {
+            reader.apply(&piece).unwrap();
+        }
+        assert!(reader.arguments_over_limit());
+        // The final text of a `done` event is capped the same way.
+        let done = json!({"type":"response.function_call_arguments.done","item_id":"fc_1","arguments":"x".repeat(3 << 20)});
+        reader.apply(&done).unwrap();
+        assert!(reader.size() <= MAX_ARGUMENTS + 4);
+        let call = &reader.finish("m").tool_calls[0];
+        assert_eq!(call.arguments.len(), MAX_ARGUMENTS + 1);
+        assert!(
+            call.parse_arguments()
+                .unwrap_err()
+                .starts_with("the arguments are longer than")
+        );
+    }
+
+    #[test]
+    fn a_whole_response_is_read_like_its_stream() {
+        let events = recorded_events();
+        let response = events.last().unwrap()["response"].clone();
+        let turn = Responses
+            .whole(&settings(true), &response, "gpt-5")
+            .unwrap();
+        assert_eq!(turn, expected_turn());
+        let incomplete = json!({"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},
+            "output":[{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"output_text","text":"Par"}]}]});
+        let turn = Responses.whole(&settings(true), &incomplete, "m").unwrap();
+        assert_eq!(
+            (turn.content.as_str(), turn.finish_reason.as_deref()),
+            ("Par", Some("length"))
+        );
+        let refused = json!({"status":"completed","output":[{"type":"message","role":"assistant",
+            "content":[{"type":"refusal","refusal":"I can't help with that."}]}]});
+        let turn = Responses.whole(&settings(true), &refused, "m").unwrap();
+        assert_eq!(turn.content, "I can't help with that.");
+        assert_eq!(turn.finish_reason.as_deref(), Some("refusal"));
+        let failed =
+            json!({"status":"failed","error":{"code":"server_error","message":"boom"},"output":[]});
+        assert!(
+            Responses
+                .whole(&settings(true), &failed, "m")
+                .unwrap_err()
+                .contains("boom")
+        );
+        assert!(
+            Responses
+                .whole(&settings(true), &json!({"object":"error"}), "m")
+                .unwrap_err()
+                .contains("no output")
+        );
+    }
+}
