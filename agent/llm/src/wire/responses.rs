@@ -179,6 +179,9 @@ fn request_body<'a>(parts: &RequestParts<'a>) -> Body<'a> {
         include: options.thinking.then_some(["reasoning.encrypted_content"]),
         stream: options.stream,
         max_output_tokens: options.max_tokens,
+        // The summaries are the only readable reasoning these models
+        // return. (OpenAI refuses them, HTTP 400, to an organization it has
+        // not verified.)
         reasoning: options.thinking.then_some(ReasoningOptions {
             effort: "high",
             summary: "auto",
