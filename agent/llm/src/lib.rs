@@ -190,13 +190,6 @@ impl Client {
         if !settings.query_params.is_empty() {
             url.query_pairs_mut().extend_pairs(&settings.query_params);
         }
-        if settings.wire == WireApi::Responses {
-            // Issue 27 in progress: the responses wire is not built yet.
-            return Err(LlmError::Connect {
-                base_url: settings.base_url.clone(),
-                reason: format!("the {} wire is not built yet", settings.wire),
-            });
-        }
         let wire: std::sync::Arc<dyn Wire> = wire::of(settings.wire).into();
         let headers = request_headers(&*wire, &settings)?;
         Ok(Client {

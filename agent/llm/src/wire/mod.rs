@@ -176,7 +176,6 @@ pub(crate) fn of(api: WireApi) -> Box<dyn Wire> {
 }
 
 /// The tool declarations as values, whichever form they came in.
-#[allow(dead_code)] // used by the responses and messages wires (issue 27, in progress)
 pub(crate) fn tool_values(tools: JsonList<'_>) -> Vec<Value> {
     match tools {
         JsonList::Values(values) => values.to_vec(),
