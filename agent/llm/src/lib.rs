@@ -18,9 +18,12 @@
 //! - [`read`]: bounds on what a server can make the agent hold or wait
 //!   for (body cap, idle timeout);
 //!
-//! A stream is complete when `[DONE]` arrives or, for a server that just
-//! closes the connection, when a chunk carried a `finish_reason`. A stream
-//! that ends with neither is an incomplete turn ([`LlmError::Incomplete`]),
+//! A stream is complete when its wire's last event arrives (`[DONE]` on
+//! chat, `response.completed` or `response.incomplete` on Responses,
+//! `message_stop` on Messages) or, for a server that just closes the
+//! connection, when the turn already said why it stopped (a chat
+//! `finish_reason`, a Messages `stop_reason`). A stream that ends with
+//! neither is an incomplete turn ([`LlmError::Incomplete`]),
 //! retried like a broken connection: a half-received tool call is never
 //! handed to the loop as if it were whole. A stream that sends no event
 //! for `stream_idle_timeout_ms` ([`LlmError::IdleTimeout`]) is retried the

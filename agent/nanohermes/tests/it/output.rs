@@ -129,7 +129,8 @@ async fn stream_json_lines_all_parse_and_follow_init_assistant_user_result() {
     assert_eq!(first["stop_reason"], "tool_use");
     assert_eq!(
         first["usage"],
-        json!({"input_tokens":100,"output_tokens":10})
+        json!({"input_tokens":100,"cache_read_input_tokens":0,"cache_creation_input_tokens":0,
+               "output_tokens":10,"reasoning_output_tokens":0})
     );
 
     // The round trip: each result names its call's id.
@@ -161,7 +162,8 @@ async fn stream_json_lines_all_parse_and_follow_init_assistant_user_result() {
     assert_eq!(last["stop_reason"], "end_turn");
     assert_eq!(
         last["usage"],
-        json!({"input_tokens":100,"output_tokens":10})
+        json!({"input_tokens":100,"cache_read_input_tokens":0,"cache_creation_input_tokens":0,
+               "output_tokens":10,"reasoning_output_tokens":0})
     );
 
     let result = &events[5];
@@ -245,7 +247,9 @@ async fn json_prints_only_one_result_object_when_the_run_ends() {
     assert_eq!(result["num_turns"], 2);
     assert_eq!(
         result["usage"],
-        json!({"input_tokens":200,"output_tokens":20,"requests":2,"requests_without_usage":0})
+        json!({"input_tokens":200,"cache_read_input_tokens":0,"cache_creation_input_tokens":0,
+               "output_tokens":20,"reasoning_output_tokens":0,"requests":2,
+               "requests_without_usage":0})
     );
     assert!(result["duration_ms"].is_u64(), "{result}");
     assert!(result["duration_api_ms"].is_u64(), "{result}");
