@@ -49,6 +49,14 @@ pub struct Options {
     #[arg(long, global = true, value_name = "URL")]
     pub base_url: Option<String>,
 
+    /// The model provider: openai, anthropic, ollama, lmstudio or a [model_providers.NAME] of your config; beats model_provider [env: NANOHERMES_PROVIDER].
+    #[arg(long = "provider", global = true, value_name = "NAME")]
+    pub provider: Option<String>,
+
+    /// Never send a prompt cache key (for servers that refuse unknown request fields).
+    #[arg(long, global = true)]
+    pub no_cache_key: bool,
+
     /// Sampling temperature, 0 to 2 [default: 0].
     #[arg(long, global = true, value_name = "T")]
     pub temperature: Option<f64>,
@@ -178,6 +186,7 @@ impl Options {
         Ok(Overrides {
             mode,
             model: non_empty(&self.model),
+            model_provider: non_empty(&self.provider),
             base_url,
             fallback_model: non_empty(&self.fallback_model),
             temperature: self.temperature,
@@ -231,6 +240,16 @@ pub struct Config {
     pub workspace: PathBuf,
     /// The variable the API key was read from (withheld from every child).
     pub api_key_env: String,
+    /// Every variable holding a model provider's secret ([`Settings::key_vars`]):
+    /// withheld from every child.
+    pub key_vars: Vec<String>,
+    /// The chosen provider (`--provider`, `model_provider`), or `None` for
+    /// the connection `base_url` and `api_key_env` describe.
+    pub provider: Option<sources::Provider>,
+    /// Whether a session's prompt cache key is sent: the provider's
+    /// `prompt_cache_key` (default true), off with `--no-cache-key`. The
+    /// caller sets [`ModelSettings::prompt_cache_key`] per session when true.
+    pub send_cache_key: bool,
     /// The model client's settings.
     pub model: ModelSettings,
     /// The servers to start.
@@ -262,32 +281,12 @@ impl Config {
         env: &dyn Fn(&str) -> Option<String>,
         needs_model: bool,
     ) -> anyhow::Result<Config> {
-        let api_key_env = settings
-            .api_key_env
-            .clone()
-            .unwrap_or_else(|| DEFAULT_API_KEY_ENV.to_owned());
-        let api_key = env(&api_key_env).filter(|k| !k.trim().is_empty());
-        let base_url = settings
-            .base_url
-            .clone()
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned())
-            .trim_end_matches('/')
-            .to_owned();
-        let url = reqwest::Url::parse(&base_url).with_context(|| {
-            format!("base_url {base_url:?} is not a URL (e.g. http://localhost:8080/v1)")
-        })?;
-        if needs_model && api_key.is_none() && url.host_str() == Some("api.openai.com") {
-            bail!(
-                "{api_key_env} is not set: {base_url} needs an API key \
-                 (set {api_key_env}, or point OPENAI_BASE_URL at a local server such as http://localhost:11434/v1)"
-            );
-        }
-
-        let mut model = ModelSettings::new(
-            base_url,
-            settings.model.clone().unwrap_or(DEFAULT_MODEL.to_owned()),
-        );
-        model.api_key = api_key;
+        let provider = settings.provider(env)?;
+        let key_vars = settings.key_vars();
+        let (mut model, api_key_env) = match &provider {
+            None => default_connection(&settings, env, needs_model)?,
+            Some(provider) => provider_connection(provider, &settings, options, env, needs_model)?,
+        };
         model.fallback_model = settings.fallback_model.clone();
         if let Some(t) = settings.temperature {
             model.body.temperature = t;
@@ -298,13 +297,20 @@ impl Config {
         model.body.stream = settings.stream.unwrap_or(model.body.stream);
         model.body.thinking = settings.thinking.unwrap_or(model.body.thinking);
         let defaults = RetryPolicy::default();
+        // The top-level key (any layer) and the flag beat the provider's
+        // own setting, which beats the default.
+        let provider_retries = provider.as_ref().and_then(|p| p.request_max_retries);
+        let provider_idle = provider.as_ref().and_then(|p| p.stream_idle_timeout_ms);
         model.retry = RetryPolicy {
-            max_retries: settings.max_retries.unwrap_or(defaults.max_retries),
+            max_retries: settings
+                .max_retries
+                .or(provider_retries)
+                .unwrap_or(defaults.max_retries),
             base_delay: settings
                 .retry_base_ms
                 .map_or(defaults.base_delay, Duration::from_millis),
         };
-        if let Some(ms) = settings.stream_idle_timeout_ms {
+        if let Some(ms) = settings.stream_idle_timeout_ms.or(provider_idle) {
             // Zero would fail every request at once.
             model.stream_idle_timeout = Duration::from_millis(ms.max(1));
         }
@@ -351,12 +357,7 @@ impl Config {
         let sandbox = sandbox_policy(&settings, &workspace, rules.mode);
         let hub = HubConfig {
             // A NanoHermes subagent runs on this agent's model.
-            subagent_model: Some(nanohermes_hub::SubagentModel {
-                base_url: model.base_url.clone(),
-                model: model.model.clone(),
-                key_env: api_key_env.clone(),
-                key: model.api_key.clone(),
-            }),
+            subagent_model: Some(subagent_model(&model, &api_key_env, provider.as_ref(), env)),
             max_agent_depth,
             deferral,
             sandbox,
@@ -371,9 +372,14 @@ impl Config {
                 .compact_keep_messages
                 .map_or(defaults.keep_messages, |n| n as usize),
         };
+        let send_cache_key =
+            provider.as_ref().is_none_or(|p| p.prompt_cache_key) && !options.no_cache_key;
         Ok(Config {
             workspace,
             api_key_env,
+            key_vars,
+            provider,
+            send_cache_key,
             model,
             hub,
             agent,
@@ -382,6 +388,155 @@ impl Config {
             rules,
             guidance,
         })
+    }
+}
+
+/// The connection without a provider, exactly as before providers existed:
+/// chat wire, `base_url` (`OPENAI_BASE_URL`, `--base-url`), the key from
+/// `api_key_env` (default `OPENAI_API_KEY`). Returns the settings and the
+/// key's variable.
+fn default_connection(
+    settings: &Settings,
+    env: &dyn Fn(&str) -> Option<String>,
+    needs_model: bool,
+) -> anyhow::Result<(ModelSettings, String)> {
+    let api_key_env = settings
+        .api_key_env
+        .clone()
+        .unwrap_or_else(|| DEFAULT_API_KEY_ENV.to_owned());
+    let api_key = env(&api_key_env).filter(|k| !k.trim().is_empty());
+    let base_url = settings
+        .base_url
+        .clone()
+        .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned())
+        .trim_end_matches('/')
+        .to_owned();
+    let url = reqwest::Url::parse(&base_url).with_context(|| {
+        format!("base_url {base_url:?} is not a URL (e.g. http://localhost:8080/v1)")
+    })?;
+    if needs_model && api_key.is_none() && url.host_str() == Some("api.openai.com") {
+        bail!(
+            "{api_key_env} is not set: {base_url} needs an API key \
+             (set {api_key_env}, or point OPENAI_BASE_URL at a local server such as http://localhost:11434/v1)"
+        );
+    }
+    let mut model = ModelSettings::new(
+        base_url,
+        settings.model.clone().unwrap_or(DEFAULT_MODEL.to_owned()),
+    );
+    model.api_key = api_key;
+    Ok((model, api_key_env))
+}
+
+/// The connection a provider describes: its wire, base URL, key variable,
+/// query and headers. The top-level `base_url` and `api_key_env` (and
+/// `OPENAI_BASE_URL`, except for the built-in `openai`) describe the
+/// connection without a provider and do not apply; `--base-url` with a
+/// provider is refused rather than guessed at. A provider with an
+/// `env_key` that is unset or empty stops a command that talks to the
+/// model before any request.
+fn provider_connection(
+    provider: &sources::Provider,
+    settings: &Settings,
+    options: &Options,
+    env: &dyn Fn(&str) -> Option<String>,
+    needs_model: bool,
+) -> anyhow::Result<(ModelSettings, String)> {
+    if options.base_url.as_deref().is_some_and(|u| !u.trim().is_empty()) {
+        return Err(ConfigError::at(
+            "--base-url",
+            None,
+            format!(
+                "cannot be combined with the model provider {:?}, which has its own base_url; \
+                 set base_url in [model_providers.{}] of your config, or drop the provider",
+                provider.id, provider.id
+            ),
+        )
+        .into());
+    }
+    let non_empty = |var: &str| env(var).filter(|v| !v.trim().is_empty());
+    let api_key = provider.env_key.as_deref().and_then(non_empty);
+    if let Some(var) = &provider.env_key
+        && api_key.is_none()
+        && needs_model
+    {
+        let how = provider
+            .env_key_instructions
+            .as_deref()
+            .map(|i| format!(" ({i})"))
+            .unwrap_or_default();
+        return Err(ConfigError::at(
+            "",
+            None,
+            format!(
+                "provider {:?} needs {var}; set it{how}, or choose another provider with --provider",
+                provider.id
+            ),
+        )
+        .into());
+    }
+    reqwest::Url::parse(&provider.base_url).with_context(|| {
+        format!(
+            "provider {:?}: base_url {:?} is not a URL (e.g. http://localhost:8080/v1)",
+            provider.id, provider.base_url
+        )
+    })?;
+    let mut model = ModelSettings::new(
+        provider.base_url.clone(),
+        settings.model.clone().unwrap_or(DEFAULT_MODEL.to_owned()),
+    );
+    model.api_key = api_key;
+    model.wire = wire_api(provider.wire);
+    model.query_params = provider.query_params.clone();
+    model.http_headers = provider.http_headers.clone();
+    // An unset (or empty) variable omits its header, as in Codex.
+    model.http_headers.extend(
+        provider
+            .env_http_headers
+            .iter()
+            .filter_map(|(header, var)| non_empty(var).map(|value| (header.clone(), value))),
+    );
+    let key_env = provider
+        .env_key
+        .clone()
+        .unwrap_or_else(|| DEFAULT_API_KEY_ENV.to_owned());
+    Ok((model, key_env))
+}
+
+/// The client's wire for a config's `wire_api`.
+fn wire_api(name: sources::WireName) -> nanohermes_llm::WireApi {
+    match name {
+        sources::WireName::Chat => nanohermes_llm::WireApi::Chat,
+        sources::WireName::Responses => nanohermes_llm::WireApi::Responses,
+        sources::WireName::Messages => nanohermes_llm::WireApi::Messages,
+    }
+}
+
+/// What a NanoHermes subagent inherits: this agent's model and base URL,
+/// its provider's name, and its key and header variables under their own
+/// names, all in its environment, never in its argv.
+fn subagent_model(
+    model: &ModelSettings,
+    api_key_env: &str,
+    provider: Option<&sources::Provider>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> nanohermes_hub::SubagentModel {
+    let base_url_env = provider.map_or(Some("OPENAI_BASE_URL".to_owned()), |p| {
+        p.base_url_env.clone()
+    });
+    let secrets = provider
+        .iter()
+        .flat_map(|p| &p.env_http_headers)
+        .filter_map(|(_, var)| env(var).map(|value| (var.clone(), value)))
+        .collect();
+    nanohermes_hub::SubagentModel {
+        base_url: model.base_url.clone(),
+        model: model.model.clone(),
+        key_env: api_key_env.to_owned(),
+        key: model.api_key.clone(),
+        provider: provider.map(|p| p.id.clone()),
+        base_url_env,
+        secrets,
     }
 }
 
