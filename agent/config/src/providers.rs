@@ -268,7 +268,12 @@ pub fn check_raw(name: &str, raw: &RawProvider) -> Result<(), (&'static str, Str
         ("http_headers", &raw.http_headers),
         ("env_http_headers", &raw.env_http_headers),
     ] {
-        if let Some(bad) = map.iter().flatten().map(|(h, _)| h).find(|h| !is_header_name(h)) {
+        if let Some(bad) = map
+            .iter()
+            .flatten()
+            .map(|(h, _)| h)
+            .find(|h| !is_header_name(h))
+        {
             return Err((
                 key,
                 format!("model_providers.{name}.{key} has {bad:?}, which is not a header name"),
@@ -311,15 +316,17 @@ fn is_header_name(name: &str) -> bool {
 /// keys, `api_key_env`, and every configured provider's `env_key` and
 /// `env_http_headers` variables. No child receives them, and a project's
 /// `.mcp.json` expands them to nothing.
-pub fn key_vars(
-    api_key_env: Option<&str>,
-    tables: &BTreeMap<String, RawProvider>,
-) -> Vec<String> {
+pub fn key_vars(api_key_env: Option<&str>, tables: &BTreeMap<String, RawProvider>) -> Vec<String> {
     let mut vars: Vec<String> = BUILTIN_KEY_VARS.iter().map(|v| (*v).to_owned()).collect();
     vars.extend(api_key_env.map(str::to_owned));
     for raw in tables.values() {
         vars.extend(raw.env_key.clone());
-        vars.extend(raw.env_http_headers.iter().flatten().map(|(_, v)| v.clone()));
+        vars.extend(
+            raw.env_http_headers
+                .iter()
+                .flatten()
+                .map(|(_, v)| v.clone()),
+        );
     }
     vars.sort();
     vars.dedup();
@@ -344,14 +351,31 @@ mod tests {
         let tables = BTreeMap::new();
         let openai = lookup("openai", "--provider", &tables, &no_env).unwrap();
         assert_eq!(
-            (openai.base_url.as_str(), openai.env_key.as_deref(), openai.wire),
-            ("https://api.openai.com/v1", Some("OPENAI_API_KEY"), WireName::Responses)
+            (
+                openai.base_url.as_str(),
+                openai.env_key.as_deref(),
+                openai.wire
+            ),
+            (
+                "https://api.openai.com/v1",
+                Some("OPENAI_API_KEY"),
+                WireName::Responses
+            )
         );
-        let env = |v: &str| (v == "ANTHROPIC_BASE_URL").then(|| "http://127.0.0.1:9/v1/".to_owned());
+        let env =
+            |v: &str| (v == "ANTHROPIC_BASE_URL").then(|| "http://127.0.0.1:9/v1/".to_owned());
         let anthropic = lookup("anthropic", "--provider", &tables, &env).unwrap();
         assert_eq!(
-            (anthropic.base_url.as_str(), anthropic.env_key.as_deref(), anthropic.wire),
-            ("http://127.0.0.1:9/v1", Some("ANTHROPIC_API_KEY"), WireName::Messages)
+            (
+                anthropic.base_url.as_str(),
+                anthropic.env_key.as_deref(),
+                anthropic.wire
+            ),
+            (
+                "http://127.0.0.1:9/v1",
+                Some("ANTHROPIC_API_KEY"),
+                WireName::Messages
+            )
         );
         let ollama = lookup("ollama", "--provider", &tables, &no_env).unwrap();
         assert_eq!(
@@ -400,7 +424,13 @@ mod tests {
         );
         assert_eq!(
             key_vars(Some("MY_KEY"), &tables),
-            ["ANTHROPIC_API_KEY", "CORP_LLM", "CORP_ORG", "MY_KEY", "OPENAI_API_KEY"]
+            [
+                "ANTHROPIC_API_KEY",
+                "CORP_LLM",
+                "CORP_ORG",
+                "MY_KEY",
+                "OPENAI_API_KEY"
+            ]
         );
     }
 

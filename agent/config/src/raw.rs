@@ -717,7 +717,11 @@ prompt_cache_key = false
         let llama = &raw.model_providers["llama"];
         assert_eq!(raw.model_provider.as_deref(), Some("llama"));
         assert_eq!(
-            (llama.wire_api, llama.request_max_retries, llama.prompt_cache_key),
+            (
+                llama.wire_api,
+                llama.request_max_retries,
+                llama.prompt_cache_key
+            ),
             (Some(super::super::WireName::Chat), Some(4), Some(false))
         );
         let e = err("[model_providers.x]\nbase_url = \"http://h/v1\"\nwire = \"chat\"\n");
@@ -735,9 +739,15 @@ prompt_cache_key = false
         let e = err("model = \"m\"\n[model_providers.x]\nname = \"X\"\n");
         assert!(e.contains(":2: [model_providers.x] has no base_url"), "{e}");
         let e = err("[model_providers.x]\nbase_url = \"http://h/v1\"\nenv_key = \"sk-1\"\n");
-        assert!(e.contains(":3: model_providers.x.env_key = \"sk-1\" is not a variable name"), "{e}");
+        assert!(
+            e.contains(":3: model_providers.x.env_key = \"sk-1\" is not a variable name"),
+            "{e}"
+        );
         let e = err("model_provider = \"\"\n");
-        assert!(e.contains(":1: model_provider = \"\" is not allowed"), "{e}");
+        assert!(
+            e.contains(":1: model_provider = \"\" is not allowed"),
+            "{e}"
+        );
     }
 
     #[test]

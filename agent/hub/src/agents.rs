@@ -184,7 +184,11 @@ impl std::fmt::Debug for SubagentModel {
             .field("base_url_env", &self.base_url_env)
             .field(
                 "secrets",
-                &self.secrets.iter().map(|(name, _)| name).collect::<Vec<_>>(),
+                &self
+                    .secrets
+                    .iter()
+                    .map(|(name, _)| name)
+                    .collect::<Vec<_>>(),
             )
             .finish()
     }

@@ -391,6 +391,23 @@ impl Config {
     }
 }
 
+impl Config {
+    /// One line naming the model server, for `nanohermes mcp list`:
+    /// `model: M at URL, provider anthropic, wire messages` (`no provider`
+    /// when `base_url` and `api_key_env` describe the connection).
+    pub fn model_line(&self) -> String {
+        let provider = match &self.provider {
+            Some(p) if p.display != p.id => format!("provider {} ({})", p.id, p.display),
+            Some(p) => format!("provider {}", p.id),
+            None => "no provider".to_owned(),
+        };
+        format!(
+            "model: {} at {}, {provider}, wire {}",
+            self.model.model, self.model.base_url, self.model.wire
+        )
+    }
+}
+
 /// The connection without a provider, exactly as before providers existed:
 /// chat wire, `base_url` (`OPENAI_BASE_URL`, `--base-url`), the key from
 /// `api_key_env` (default `OPENAI_API_KEY`). Returns the settings and the
@@ -442,7 +459,11 @@ fn provider_connection(
     env: &dyn Fn(&str) -> Option<String>,
     needs_model: bool,
 ) -> anyhow::Result<(ModelSettings, String)> {
-    if options.base_url.as_deref().is_some_and(|u| !u.trim().is_empty()) {
+    if options
+        .base_url
+        .as_deref()
+        .is_some_and(|u| !u.trim().is_empty())
+    {
         return Err(ConfigError::at(
             "--base-url",
             None,
