@@ -149,7 +149,8 @@ async fn a_provider_from_your_config_reaches_its_server_and_no_shell_command_see
 }
 
 /// A trusted project's `.mcp.json` cannot pull a provider's key or header
-/// variable into its server: `${VAR}` expands to nothing there.
+/// variable (nor `ANTHROPIC_API_KEY`, a built-in's key) into its server:
+/// `${VAR}` expands to nothing there.
 #[tokio::test]
 async fn a_projects_mcp_json_expands_a_providers_variables_to_nothing() {
     let (_root, home, workspace) = dirs();
@@ -157,6 +158,7 @@ async fn a_projects_mcp_json_expands_a_providers_variables_to_nothing() {
         tool_calls(&[
             call("k", "fx__env", json!({"name": "GOT_KEY"})),
             call("o", "fx__env", json!({"name": "GOT_ORG"})),
+            call("a", "fx__env", json!({"name": "GOT_ANTHROPIC"})),
             call("p", "fx__env", json!({"name": "GOT_PLAIN"})),
         ])
         .into(),
@@ -178,13 +180,19 @@ async fn a_projects_mcp_json_expands_a_providers_variables_to_nothing() {
             "env": {
                 "GOT_KEY": format!("${{{KEY_VAR}}}"),
                 "GOT_ORG": format!("${{{ORG_VAR}:-fallback}}"),
+                "GOT_ANTHROPIC": "${ANTHROPIC_API_KEY:-}",
                 "GOT_PLAIN": "${PLAIN_VAR}",
             }
         }}})
         .to_string(),
     )
     .unwrap();
-    let env = [(KEY_VAR, KEY), (ORG_VAR, ORG), ("PLAIN_VAR", "plain")];
+    let env = [
+        (KEY_VAR, KEY),
+        (ORG_VAR, ORG),
+        ("ANTHROPIC_API_KEY", "sk-ant-9"),
+        ("PLAIN_VAR", "plain"),
+    ];
     let trusted = nanohermes(&home, &workspace, &["trust"], &env).await;
     assert_eq!(trusted.code, Some(0), "{}", trusted.stderr);
 
@@ -193,9 +201,12 @@ async fn a_projects_mcp_json_expands_a_providers_variables_to_nothing() {
     let requests = mock.requests();
     let last = requests[1].messages();
     assert_eq!(tool_result(last, "p"), "plain", "the server got its env");
-    for id in ["k", "o"] {
+    for id in ["k", "o", "a"] {
         let got = tool_result(last, id);
-        assert!(!got.contains(KEY) && !got.contains(ORG), "{id}: {got}");
+        assert!(
+            !got.contains(KEY) && !got.contains(ORG) && !got.contains("sk-ant-9"),
+            "{id}: {got}"
+        );
     }
 }
 
