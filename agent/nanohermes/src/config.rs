@@ -779,4 +779,185 @@ mod tests {
         let e = resolve(&[], settings, None).unwrap_err().to_string();
         assert!(e.starts_with("MY_LLM_KEY is not set"), "{e}");
     }
+
+    fn resolve_with(
+        args: &[&str],
+        settings: Settings,
+        vars: &[(&str, &str)],
+    ) -> anyhow::Result<Config> {
+        let vars: BTreeMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let env = move |name: &str| vars.get(name).cloned();
+        Config::from_settings(settings, std::env::temp_dir(), &options(args), &env, true)
+    }
+
+    fn with_provider(id: &str, table: Option<sources::RawProvider>) -> Settings {
+        Settings {
+            model_provider: Some(id.to_owned()),
+            model_providers: table.map(|t| (id.to_owned(), t)).into_iter().collect(),
+            ..Settings::default()
+        }
+    }
+
+    #[test]
+    fn a_providers_table_becomes_the_model_settings() {
+        let table = sources::RawProvider {
+            base_url: Some("http://gpu:8080/v1/".into()),
+            env_key: Some("GPU_AUTH".into()),
+            wire_api: Some(sources::WireName::Responses),
+            query_params: Some([("api-version".to_owned(), "7".to_owned())].into()),
+            http_headers: Some([("X-Team".to_owned(), "tools".to_owned())].into()),
+            env_http_headers: Some(
+                [
+                    ("X-Org".to_owned(), "GPU_ORG".to_owned()),
+                    ("X-Absent".to_owned(), "GPU_UNSET".to_owned()),
+                ]
+                .into(),
+            ),
+            ..sources::RawProvider::default()
+        };
+        let settings = Settings {
+            // The connection without a provider: not used with one.
+            base_url: Some("http://127.0.0.1:9/v1".into()),
+            api_key_env: Some("MY_LLM_KEY".into()),
+            ..with_provider("gpu", Some(table))
+        };
+        let env = [
+            ("GPU_AUTH", "sk-gpu"),
+            ("GPU_ORG", "org-1"),
+            ("MY_LLM_KEY", "x"),
+        ];
+        let config = resolve_with(&[], settings, &env).unwrap();
+        let model = &config.model;
+        assert_eq!(model.base_url, "http://gpu:8080/v1");
+        assert_eq!(model.api_key.as_deref(), Some("sk-gpu"));
+        assert_eq!(model.wire, nanohermes_llm::WireApi::Responses);
+        assert_eq!(model.query_params, [("api-version".into(), "7".into())]);
+        assert_eq!(
+            model.http_headers,
+            [
+                ("X-Team".to_owned(), "tools".to_owned()),
+                ("X-Org".to_owned(), "org-1".to_owned())
+            ]
+        );
+        assert_eq!(config.api_key_env, "GPU_AUTH");
+        assert!(config.key_vars.contains(&"GPU_ORG".to_owned()));
+        assert!(config.send_cache_key);
+        assert_eq!(
+            config.model_line(),
+            "model: gpt-4.1-mini at http://gpu:8080/v1, provider gpu, wire responses"
+        );
+        let sub = config.hub.subagent_model.unwrap();
+        assert_eq!(sub.provider.as_deref(), Some("gpu"));
+        assert_eq!(sub.base_url_env, None, "the child reads the table itself");
+        let names: Vec<String> = sub.env().into_iter().map(|(n, _)| n).collect();
+        for name in [
+            "NANOHERMES_PROVIDER",
+            "NANOHERMES_MODEL",
+            "GPU_AUTH",
+            "GPU_ORG",
+        ] {
+            assert!(names.iter().any(|n| n == name), "{name}: {names:?}");
+        }
+    }
+
+    #[test]
+    fn the_top_level_key_and_the_flag_beat_the_providers_retries_and_idle_timeout() {
+        let table = || sources::RawProvider {
+            base_url: Some("http://gpu:8080/v1".into()),
+            request_max_retries: Some(7),
+            stream_idle_timeout_ms: Some(9_000),
+            ..sources::RawProvider::default()
+        };
+        let config = resolve_with(&[], with_provider("gpu", Some(table())), &[]).unwrap();
+        assert_eq!(config.model.retry.max_retries, 7);
+        assert_eq!(
+            config.model.stream_idle_timeout,
+            Duration::from_millis(9_000)
+        );
+        let top = Settings {
+            max_retries: Some(1),
+            stream_idle_timeout_ms: Some(2_000),
+            ..with_provider("gpu", Some(table()))
+        };
+        let config = resolve_with(&[], top, &[]).unwrap();
+        assert_eq!(config.model.retry.max_retries, 1);
+        assert_eq!(
+            config.model.stream_idle_timeout,
+            Duration::from_millis(2_000)
+        );
+        let plain = resolve_with(&[], with_provider("ollama", None), &[]).unwrap();
+        assert_eq!(
+            plain.model.retry.max_retries,
+            RetryPolicy::default().max_retries
+        );
+    }
+
+    #[test]
+    fn the_cache_key_is_off_by_the_providers_key_or_the_flag() {
+        let local = || Settings {
+            base_url: Some("http://localhost:11434/v1".into()),
+            ..Settings::default()
+        };
+        assert!(resolve(&[], local(), None).unwrap().send_cache_key);
+        assert!(
+            !resolve(&["--no-cache-key"], local(), None)
+                .unwrap()
+                .send_cache_key
+        );
+        let refusing = sources::RawProvider {
+            base_url: Some("http://strict:8080/v1".into()),
+            prompt_cache_key: Some(false),
+            ..sources::RawProvider::default()
+        };
+        let config = resolve_with(&[], with_provider("strict", Some(refusing)), &[]).unwrap();
+        assert!(!config.send_cache_key);
+    }
+
+    #[test]
+    fn without_a_provider_the_connection_is_what_it_was() {
+        let settings = Settings {
+            base_url: Some("http://localhost:11434/v1".into()),
+            ..Settings::default()
+        };
+        let config = resolve(&[], settings, None).unwrap();
+        assert_eq!(config.provider, None);
+        assert_eq!(config.model.wire, nanohermes_llm::WireApi::Chat);
+        assert!(config.model.http_headers.is_empty() && config.model.query_params.is_empty());
+        let sub = config.hub.subagent_model.unwrap();
+        let names: Vec<String> = sub.env().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(&names[..2], ["OPENAI_BASE_URL", "NANOHERMES_MODEL"]);
+        assert!(!names.iter().any(|n| n == "NANOHERMES_PROVIDER"));
+    }
+
+    #[test]
+    fn a_builtin_provider_reads_its_own_variables_and_needs_its_key() {
+        let env = [
+            ("ANTHROPIC_BASE_URL", "http://proxy:8080/v1"),
+            ("ANTHROPIC_API_KEY", "sk-ant"),
+            ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+        ];
+        let config = resolve_with(&[], with_provider("anthropic", None), &env).unwrap();
+        assert_eq!(config.model.base_url, "http://proxy:8080/v1");
+        assert_eq!(config.model.wire, nanohermes_llm::WireApi::Messages);
+        assert_eq!(config.model.api_key.as_deref(), Some("sk-ant"));
+        let sub = config.hub.subagent_model.unwrap();
+        assert_eq!(sub.base_url_env.as_deref(), Some("ANTHROPIC_BASE_URL"));
+        let e = resolve_with(&[], with_provider("anthropic", None), &[]).unwrap_err();
+        assert!(e.downcast_ref::<ConfigError>().is_some(), "exits 2");
+        assert_eq!(
+            e.to_string(),
+            "provider \"anthropic\" needs ANTHROPIC_API_KEY; set it, or choose another provider with --provider"
+        );
+        let local = resolve_with(&[], with_provider("lmstudio", None), &[]).unwrap();
+        assert_eq!(
+            (
+                local.model.base_url.as_str(),
+                local.model.api_key.as_deref()
+            ),
+            ("http://localhost:1234/v1", None)
+        );
+    }
 }

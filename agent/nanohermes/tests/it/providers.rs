@@ -495,3 +495,38 @@ async fn the_builtin_openai_and_anthropic_providers_use_their_own_wires() {
         assert_eq!(requests[0].header(header), Some(value), "{provider}");
     }
 }
+
+/// `--provider` beats `NANOHERMES_PROVIDER` (how a subagent learns its
+/// parent's), which beats `model_provider` in your config.
+#[test]
+fn the_flag_beats_the_environment_which_beats_the_file() {
+    let (_root, home, workspace) = dirs();
+    std::fs::write(home.join("config.toml"), "model_provider = \"ollama\"\n").unwrap();
+    let chosen = |env: &[(&str, &str)], flag: Option<&str>| {
+        let sources = nanohermes_config::ConfigSources {
+            nanohermes_home: Some(home.clone()),
+            home: None,
+            workspace: workspace.clone(),
+            env: env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            flags: nanohermes_config::Overrides {
+                model_provider: flag.map(str::to_owned),
+                ..Default::default()
+            },
+        };
+        let settings = nanohermes_config::load(&sources).unwrap().settings;
+        (settings.model_provider, settings.model_provider_source)
+    };
+    assert_eq!(chosen(&[], None).0.as_deref(), Some("ollama"));
+    let env = [("NANOHERMES_PROVIDER", "lmstudio")];
+    assert_eq!(
+        chosen(&env, None),
+        (Some("lmstudio".into()), Some("NANOHERMES_PROVIDER".into()))
+    );
+    assert_eq!(
+        chosen(&env, Some("anthropic")),
+        (Some("anthropic".into()), Some("--provider".into()))
+    );
+}
