@@ -407,18 +407,36 @@ pub fn load(sources: &ConfigSources) -> Result<Loaded, ConfigError> {
     })
 }
 
-/// A project's HTTP server may not name the model provider's key as its
-/// bearer token, a header's variable or its OAuth secret: the name is
-/// dropped with a warning, so the key never reaches a server the project
-/// chose. (A child's environment never has it: `spawn::withhold`.)
+/// A project's server may not name the model provider's key (any of
+/// `key_vars`) in `env_vars`, nor, over HTTP, as its bearer token, a
+/// header's variable or its OAuth secret: the name is dropped with a
+/// warning, so the key never reaches a server the project chose. (A
+/// child's inherited environment never has it: `spawn::withhold`.)
 fn withhold_key(spec: &mut ServerSpec, key_vars: &[String], warnings: &mut Vec<String>) {
     if !spec.origin.is_project() {
         return;
     }
+    let mut dropped = Vec::new();
+    if let Transport::Stdio(stdio) = &mut spec.transport {
+        // `env_vars` passes a variable even when it looks secret: the one
+        // who named it chose to. A repository does not choose your key.
+        stdio.env_vars.retain(|var| {
+            let keep = !key_vars.contains(var);
+            if !keep {
+                dropped.push(var.clone());
+            }
+            keep
+        });
+    }
     let Transport::Http(http) = &mut spec.transport else {
+        for var in dropped {
+            warnings.push(format!(
+                "server {:?}: {var} is the model provider's key; a project's server never receives it, so it is not passed",
+                spec.name
+            ));
+        }
         return;
     };
-    let mut dropped = Vec::new();
     if http
         .bearer_token_env_var
         .as_ref()

@@ -530,3 +530,60 @@ fn the_flag_beats_the_environment_which_beats_the_file() {
         (Some("anthropic".into()), Some("--provider".into()))
     );
 }
+
+/// A trusted project's own server cannot name a provider's key variable
+/// in `env_vars` (a variable named there passes even when it looks
+/// secret): the name is dropped with a warning. Your own server may.
+#[tokio::test]
+async fn a_projects_server_cannot_name_a_providers_key_in_env_vars() {
+    let (_root, home, workspace) = dirs();
+    let script = || {
+        vec![
+            tool_calls(&[
+                call("k", "fx__env", json!({"name": KEY_VAR})),
+                call("p", "fx__env", json!({"name": "PLAIN_VAR"})),
+            ])
+            .into(),
+            text(&["done"]).into(),
+        ]
+    };
+    let mock = MockModel::start(script()).await;
+    let user = format!(
+        "model_provider = \"local\"\n{}",
+        local_provider(&mock.base_url())
+    );
+    std::fs::write(home.join("config.toml"), &user).unwrap();
+    std::fs::create_dir_all(workspace.join(".nanohermes")).unwrap();
+    let server = format!(
+        "[mcp_servers.fx]\ncommand = {:?}\nenv_vars = [\"{KEY_VAR}\", \"PLAIN_VAR\"]\n",
+        fixture_server().display().to_string()
+    );
+    std::fs::write(workspace.join(".nanohermes/config.toml"), &server).unwrap();
+    let env = [(KEY_VAR, KEY), (ORG_VAR, ORG), ("PLAIN_VAR", "plain")];
+    let trusted = nanohermes(&home, &workspace, &["trust"], &env).await;
+    assert_eq!(trusted.code, Some(0), "{}", trusted.stderr);
+    let out = nanohermes(&home, &workspace, &["--mode", "goal", "run", "look"], &env).await;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let last = mock.requests()[1].messages().to_vec();
+    assert_eq!(tool_result(&last, "p"), "plain");
+    assert_eq!(tool_result(&last, "k"), "(unset)");
+    assert!(
+        out.stderr.contains(&format!(
+            "server \"fx\": {KEY_VAR} is the model provider's key; a project's server never receives it"
+        )),
+        "{}",
+        out.stderr
+    );
+
+    // The same table in your own config passes it: you named it.
+    let mock = MockModel::start(script()).await;
+    std::fs::remove_file(workspace.join(".nanohermes/config.toml")).unwrap();
+    let user = format!(
+        "model_provider = \"local\"\n{}{server}",
+        local_provider(&mock.base_url())
+    );
+    std::fs::write(home.join("config.toml"), &user).unwrap();
+    let out = nanohermes(&home, &workspace, &["--mode", "goal", "run", "look"], &env).await;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(tool_result(mock.requests()[1].messages(), "k"), KEY);
+}
