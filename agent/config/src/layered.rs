@@ -26,6 +26,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("OPENAI_BASE_URL", "base_url"),
     ("NANOHERMES_FALLBACK_MODEL", "fallback_model"),
     ("NANOHERMES_MODE", "mode"),
+    ("NANOHERMES_PROVIDER", "model_provider"),
 ];
 
 /// What the user typed on the command line; `None` leaves the key to the
@@ -36,6 +37,8 @@ pub struct Overrides {
     pub model: Option<String>,
     /// `--base-url`.
     pub base_url: Option<String>,
+    /// `--provider`: beats `model_provider` and `NANOHERMES_PROVIDER`.
+    pub model_provider: Option<String>,
     /// `--fallback-model`.
     pub fallback_model: Option<String>,
     /// `--temperature`.
@@ -131,9 +134,7 @@ impl ConfigSources {
     /// The variables that keep the model provider's key: never expanded
     /// into another server's settings from a `.mcp.json`.
     fn key_vars(&self, settings: &Settings) -> Vec<String> {
-        let mut vars = vec![crate::DEFAULT_API_KEY_ENV.to_owned()];
-        vars.extend(settings.api_key_env.clone());
-        vars
+        settings.key_vars()
     }
 }
 
@@ -147,6 +148,13 @@ pub struct Settings {
     pub base_url: Option<String>,
     /// The variable holding the API key.
     pub api_key_env: Option<String>,
+    /// The chosen provider's name (`model_provider`, `NANOHERMES_PROVIDER`,
+    /// `--provider`); `None` keeps `base_url` and `api_key_env`.
+    pub model_provider: Option<String>,
+    /// Where `model_provider` was set, for errors (`--provider`, a file).
+    pub model_provider_source: Option<String>,
+    /// The user's `[model_providers.NAME]` tables (never a project's).
+    pub model_providers: BTreeMap<String, super::providers::RawProvider>,
     /// The fallback model.
     pub fallback_model: Option<String>,
     /// Sampling temperature.
@@ -207,6 +215,32 @@ pub struct Settings {
     /// Every server, enabled or not: built-ins first, then in the order
     /// they first appear.
     pub servers: Vec<ServerSpec>,
+}
+
+impl Settings {
+    /// The variables that hold the model provider's secrets (see
+    /// [`super::providers::key_vars`]): withheld from every child, expanded
+    /// to nothing in a project's `.mcp.json`.
+    pub fn key_vars(&self) -> Vec<String> {
+        super::providers::key_vars(self.api_key_env.as_deref(), &self.model_providers)
+    }
+
+    /// The chosen provider, resolved, or `None` when no layer chose one
+    /// (then `base_url` and `api_key_env` decide, as before providers).
+    /// `env` reads a built-in's base URL variable.
+    pub fn provider(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<super::providers::Provider>, ConfigError> {
+        let Some(id) = &self.model_provider else {
+            return Ok(None);
+        };
+        let source = self
+            .model_provider_source
+            .as_deref()
+            .unwrap_or("model_provider");
+        super::providers::lookup(id, source, &self.model_providers, env).map(Some)
+    }
 }
 
 /// The result of [`load`].
@@ -373,18 +407,36 @@ pub fn load(sources: &ConfigSources) -> Result<Loaded, ConfigError> {
     })
 }
 
-/// A project's HTTP server may not name the model provider's key as its
-/// bearer token, a header's variable or its OAuth secret: the name is
-/// dropped with a warning, so the key never reaches a server the project
-/// chose. (A child's environment never has it: `spawn::withhold`.)
+/// A project's server may not name the model provider's key (any of
+/// `key_vars`) in `env_vars`, nor, over HTTP, as its bearer token, a
+/// header's variable or its OAuth secret: the name is dropped with a
+/// warning, so the key never reaches a server the project chose. (A
+/// child's inherited environment never has it: `spawn::withhold`.)
 fn withhold_key(spec: &mut ServerSpec, key_vars: &[String], warnings: &mut Vec<String>) {
     if !spec.origin.is_project() {
         return;
     }
+    let mut dropped = Vec::new();
+    if let Transport::Stdio(stdio) = &mut spec.transport {
+        // `env_vars` passes a variable even when it looks secret: the one
+        // who named it chose to. A repository does not choose your key.
+        stdio.env_vars.retain(|var| {
+            let keep = !key_vars.contains(var);
+            if !keep {
+                dropped.push(var.clone());
+            }
+            keep
+        });
+    }
     let Transport::Http(http) = &mut spec.transport else {
+        for var in dropped {
+            warnings.push(format!(
+                "server {:?}: {var} is the model provider's key; a project's server never receives it, so it is not passed",
+                spec.name
+            ));
+        }
         return;
     };
-    let mut dropped = Vec::new();
     if http
         .bearer_token_env_var
         .as_ref()
@@ -450,10 +502,16 @@ fn apply_file(
     macro_rules! take {
         ($($key:ident),*) => { $( if raw.$key.is_some() { settings.$key = raw.$key; } )* };
     }
+    if raw.model_provider.is_some() {
+        settings.model_provider_source = Some(format!("{file}: model_provider"));
+    }
+    // A table replaces the one of the same name (a built-in's too).
+    settings.model_providers.extend(raw.model_providers);
     take!(
         model,
         base_url,
         api_key_env,
+        model_provider,
         fallback_model,
         temperature,
         max_tokens,
@@ -497,6 +555,10 @@ fn apply_env(settings: &mut Settings, env: &BTreeMap<String, String>) -> Result<
         match *key {
             "model" => settings.model = Some(value.to_owned()),
             "fallback_model" => settings.fallback_model = Some(value.to_owned()),
+            "model_provider" => {
+                settings.model_provider = Some(value.to_owned());
+                settings.model_provider_source = Some((*var).to_owned());
+            }
             "base_url" => {
                 if !raw::is_http_url(value) {
                     return Err(ConfigError::at(
@@ -527,12 +589,16 @@ fn apply_env(settings: &mut Settings, env: &BTreeMap<String, String>) -> Result<
 
 fn apply_flags(settings: &mut Settings, flags: &Overrides) {
     let f = flags.clone();
+    if f.model_provider.is_some() {
+        settings.model_provider_source = Some("--provider".to_owned());
+    }
     macro_rules! take {
         ($($key:ident),*) => { $( if f.$key.is_some() { settings.$key = f.$key; } )* };
     }
     take!(
         model,
         base_url,
+        model_provider,
         fallback_model,
         temperature,
         max_tokens,

@@ -24,6 +24,14 @@ pub struct RawConfig {
     /// The environment variable holding the API key [default: OPENAI_API_KEY].
     /// Read from your own config only, never from a project's.
     pub api_key_env: Option<String>,
+    /// The model provider, by name: a built-in (openai, anthropic, ollama,
+    /// lmstudio) or a `[model_providers.NAME]` table; absent keeps
+    /// `base_url` and `api_key_env`. Read from your own config only.
+    pub model_provider: Option<String>,
+    /// Model providers by name, with Codex's keys; a table named like a
+    /// built-in replaces it. Read from your own config only.
+    #[serde(default)]
+    pub model_providers: BTreeMap<String, super::providers::RawProvider>,
     /// A model to try once when the main one keeps failing.
     pub fallback_model: Option<String>,
     /// Sampling temperature, 0 to 2.
@@ -383,7 +391,13 @@ pub enum FileKind {
 }
 
 /// Keys a project file may not set, with the reason shown.
-const USER_ONLY: &[&str] = &["projects", "base_url", "api_key_env"];
+const USER_ONLY: &[&str] = &[
+    "projects",
+    "base_url",
+    "api_key_env",
+    "model_provider",
+    "model_providers",
+];
 
 /// Sandbox keys: only the user widens or narrows what commands may do.
 const SANDBOX_KEYS: &[&str] = &[
@@ -428,6 +442,15 @@ pub fn parse(file: &str, text: &str, kind: FileKind) -> Result<RawConfig, Config
         super::servers::check_raw(name, server)
             .map_err(|(key, message)| doc.error_at(&["mcp_servers", name, key], message))?;
     }
+    for (name, provider) in &raw.model_providers {
+        super::providers::check_raw(name, provider).map_err(|(key, message)| {
+            let path: &[&str] = match key {
+                "" => &["model_providers", name],
+                key => &["model_providers", name, key],
+            };
+            doc.error_at(path, message)
+        })?;
+    }
     for path in raw.projects.keys() {
         if !std::path::Path::new(path).is_absolute() {
             return Err(doc.error_at(
@@ -462,7 +485,11 @@ fn check_values(doc: &Located<'_>, raw: &RawConfig) -> Result<(), ConfigError> {
             ));
         }
     }
-    for (key, value) in [("model", &raw.model), ("api_key_env", &raw.api_key_env)] {
+    for (key, value) in [
+        ("model", &raw.model),
+        ("api_key_env", &raw.api_key_env),
+        ("model_provider", &raw.model_provider),
+    ] {
         if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
             return Err(doc.error_at(
                 &[key],
@@ -530,7 +557,7 @@ mod tests {
         assert_eq!(
             err(text),
             "~/.nanohermes/config.toml:7: unknown key \"modle\"; allowed keys: model, base_url, \
-             api_key_env, fallback_model, temperature, max_tokens, stream, thinking, \
+             api_key_env, model_provider, model_providers, fallback_model, temperature, max_tokens, stream, thinking, \
              max_iterations, max_retries, retry_base_ms, stream_idle_timeout_ms, mode, auto_approve, allow, deny, hooks, \
              project_doc_fallback_filenames, max_agent_depth, compact_threshold_chars, \
              compact_keep_messages, memory, tool_search, tool_budget_bytes, tool_budget_count, \
@@ -642,6 +669,11 @@ hooks = [{ type = "command", command = "./guard.sh", timeout = 30 }]
             ),
             ("\nbase_url = \"https://evil.example/v1\"\n", 2),
             ("api_key_env = \"OPENAI_API_KEY\"\n", 1),
+            ("model = \"m\"\nmodel_provider = \"openai\"\n", 2),
+            (
+                "\n\n[model_providers.openai]\nbase_url = \"http://evil.example/v1\"\n",
+                3,
+            ),
         ] {
             let e = parse("/w/.nanohermes/config.toml", text, FileKind::Project).unwrap_err();
             assert_eq!(e.line, Some(line), "{e}");
@@ -661,6 +693,59 @@ hooks = [{ type = "command", command = "./guard.sh", timeout = 30 }]
         let e = err("[projects.\"rel/w\"]\ntrust_level = \"trusted\"\n");
         assert!(
             e.contains(":1: projects.\"rel/w\" is not an absolute path"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn provider_tables_take_codexs_keys_and_name_the_line_of_a_bad_one() {
+        let text = r#"model_provider = "llama"
+
+[model_providers.llama]
+name = "llama.cpp on the GPU box"
+base_url = "http://gpu:8080/v1"
+wire_api = "chat"
+env_key = "LLAMA_KEY"
+query_params = { api-version = "1" }
+http_headers = { X-Team = "tools" }
+env_http_headers = { X-Org = "LLAMA_ORG" }
+request_max_retries = 4
+stream_idle_timeout_ms = 60000
+prompt_cache_key = false
+"#;
+        let raw = parse("f", text, FileKind::User).unwrap();
+        let llama = &raw.model_providers["llama"];
+        assert_eq!(raw.model_provider.as_deref(), Some("llama"));
+        assert_eq!(
+            (
+                llama.wire_api,
+                llama.request_max_retries,
+                llama.prompt_cache_key
+            ),
+            (Some(super::super::WireName::Chat), Some(4), Some(false))
+        );
+        let e = err("[model_providers.x]\nbase_url = \"http://h/v1\"\nwire = \"chat\"\n");
+        assert!(
+            e.starts_with(
+                "~/.nanohermes/config.toml:3: unknown key \"wire\" in [model_providers.x]; allowed keys: name, base_url,"
+            ),
+            "{e}"
+        );
+        let e = err("[model_providers.x]\nbase_url = \"http://h/v1\"\nwire_api = \"grpc\"\n");
+        assert!(
+            e.contains(":3: model_providers.x.wire_api = \"grpc\" is not allowed; use one of chat, responses, messages"),
+            "{e}"
+        );
+        let e = err("model = \"m\"\n[model_providers.x]\nname = \"X\"\n");
+        assert!(e.contains(":2: [model_providers.x] has no base_url"), "{e}");
+        let e = err("[model_providers.x]\nbase_url = \"http://h/v1\"\nenv_key = \"sk-1\"\n");
+        assert!(
+            e.contains(":3: model_providers.x.env_key = \"sk-1\" is not a variable name"),
+            "{e}"
+        );
+        let e = err("model_provider = \"\"\n");
+        assert!(
+            e.contains(":1: model_provider = \"\" is not allowed"),
             "{e}"
         );
     }

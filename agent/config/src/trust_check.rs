@@ -122,8 +122,7 @@ pub fn trust_check(sources: &ConfigSources) -> Result<TrustCheck, ConfigError> {
         false => Vec::new(),
     };
     let json_path = files::mcp_json(&sources.workspace);
-    let mut key_vars = vec![crate::DEFAULT_API_KEY_ENV.to_owned()];
-    key_vars.extend(user.api_key_env.clone());
+    let key_vars = super::providers::key_vars_of(&user);
     let expansions = match snapshot.text(&json_path, &sources.show(&json_path)) {
         Ok(Some(text)) => mcp_json::expansions(&text, &key_vars),
         _ => Vec::new(),

@@ -26,8 +26,10 @@
 //! - **A NanoHermes subagent inherits the model** ([`SubagentModel`]): a
 //!   stdio server whose command is this executable or a program named
 //!   `nanohermes`, started with `serve`, gets this agent's base URL and
-//!   model (`OPENAI_BASE_URL`, `NANOHERMES_MODEL`), its key under the
-//!   variable `api_key_env` names, and `NANOHERMES_HOME` when set (so it
+//!   model (`OPENAI_BASE_URL`, `NANOHERMES_MODEL`; with a provider,
+//!   `NANOHERMES_PROVIDER` and that provider's base URL variable), its key
+//!   under the variable `api_key_env` (or the provider's `env_key`) names,
+//!   the provider's header variables, and `NANOHERMES_HOME` when set (so it
 //!   reads the same config), all in its environment (never in its argv,
 //!   which other users can read in /proc). They come before the entry's
 //!   `env_vars` and `env`, so an entry that sets any of them wins, and the
@@ -165,6 +167,17 @@ pub struct SubagentModel {
     pub key: Option<String>,
     /// The session's prompt cache key, shared with the subagent.
     pub prompt_cache_key: Option<String>,
+    /// The model provider this agent chose (`--provider`,
+    /// `model_provider`): `NANOHERMES_PROVIDER` in the child, which reads
+    /// the provider's table from the same config.
+    pub provider: Option<String>,
+    /// The variable the child reads the base URL from: `OPENAI_BASE_URL`
+    /// without a provider, a built-in provider's own (`ANTHROPIC_BASE_URL`),
+    /// none for a provider whose table fixes it.
+    pub base_url_env: Option<String>,
+    /// The provider's header variables (`env_http_headers`) and their
+    /// values: secrets like the key, passed under their own names.
+    pub secrets: Vec<(String, String)>,
 }
 
 impl std::fmt::Debug for SubagentModel {
@@ -174,6 +187,16 @@ impl std::fmt::Debug for SubagentModel {
             .field("model", &self.model)
             .field("key_env", &self.key_env)
             .field("key", &self.key.as_ref().map(|_| "[REDACTED]"))
+            .field("provider", &self.provider)
+            .field("base_url_env", &self.base_url_env)
+            .field(
+                "secrets",
+                &self
+                    .secrets
+                    .iter()
+                    .map(|(name, _)| name)
+                    .collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -181,13 +204,18 @@ impl std::fmt::Debug for SubagentModel {
 impl SubagentModel {
     /// The (name, value) pairs a NanoHermes subagent's environment gets.
     pub fn env(&self) -> Vec<(String, String)> {
-        let mut pairs = vec![
-            ("OPENAI_BASE_URL".to_owned(), self.base_url.clone()),
-            ("NANOHERMES_MODEL".to_owned(), self.model.clone()),
-        ];
+        let mut pairs = Vec::new();
+        if let Some(var) = &self.base_url_env {
+            pairs.push((var.clone(), self.base_url.clone()));
+        }
+        pairs.push(("NANOHERMES_MODEL".to_owned(), self.model.clone()));
+        if let Some(provider) = &self.provider {
+            pairs.push(("NANOHERMES_PROVIDER".to_owned(), provider.clone()));
+        }
         if let Some(key) = &self.key {
             pairs.push((self.key_env.clone(), key.clone()));
         }
+        pairs.extend(self.secrets.iter().cloned());
         if let Some(cache_key) = &self.prompt_cache_key {
             pairs.push((PROMPT_CACHE_KEY_VAR.to_owned(), cache_key.clone()));
         }

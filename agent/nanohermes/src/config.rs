@@ -49,6 +49,14 @@ pub struct Options {
     #[arg(long, global = true, value_name = "URL")]
     pub base_url: Option<String>,
 
+    /// The model provider: openai, anthropic, ollama, lmstudio or a [model_providers.NAME] of your config; beats model_provider [env: NANOHERMES_PROVIDER].
+    #[arg(long = "provider", global = true, value_name = "NAME")]
+    pub provider: Option<String>,
+
+    /// Never send a prompt cache key (for servers that refuse unknown request fields).
+    #[arg(long, global = true)]
+    pub no_cache_key: bool,
+
     /// Sampling temperature, 0 to 2 [default: 0].
     #[arg(long, global = true, value_name = "T")]
     pub temperature: Option<f64>,
@@ -178,6 +186,7 @@ impl Options {
         Ok(Overrides {
             mode,
             model: non_empty(&self.model),
+            model_provider: non_empty(&self.provider),
             base_url,
             fallback_model: non_empty(&self.fallback_model),
             temperature: self.temperature,
@@ -231,10 +240,18 @@ pub struct Config {
     pub workspace: PathBuf,
     /// The variable the API key was read from (withheld from every child).
     pub api_key_env: String,
+    /// Every variable holding a model provider's secret ([`Settings::key_vars`]):
+    /// withheld from every child.
+    pub key_vars: Vec<String>,
+    /// The chosen provider (`--provider`, `model_provider`), or `None` for
+    /// the connection `base_url` and `api_key_env` describe.
+    pub provider: Option<sources::Provider>,
+    /// Whether a session's prompt cache key is sent: the provider's
+    /// `prompt_cache_key` (default true), off with `--no-cache-key`. The
+    /// caller sets [`ModelSettings::prompt_cache_key`] per session when true.
+    pub send_cache_key: bool,
     /// The model client's settings.
     pub model: ModelSettings,
-    /// Whether requests carry the session's prompt cache key.
-    pub send_cache_key: bool,
     /// The servers to start.
     pub hub: HubConfig,
     /// Loop bounds and policy.
@@ -264,32 +281,12 @@ impl Config {
         env: &dyn Fn(&str) -> Option<String>,
         needs_model: bool,
     ) -> anyhow::Result<Config> {
-        let api_key_env = settings
-            .api_key_env
-            .clone()
-            .unwrap_or_else(|| DEFAULT_API_KEY_ENV.to_owned());
-        let api_key = env(&api_key_env).filter(|k| !k.trim().is_empty());
-        let base_url = settings
-            .base_url
-            .clone()
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned())
-            .trim_end_matches('/')
-            .to_owned();
-        let url = reqwest::Url::parse(&base_url).with_context(|| {
-            format!("base_url {base_url:?} is not a URL (e.g. http://localhost:8080/v1)")
-        })?;
-        if needs_model && api_key.is_none() && url.host_str() == Some("api.openai.com") {
-            bail!(
-                "{api_key_env} is not set: {base_url} needs an API key \
-                 (set {api_key_env}, or point OPENAI_BASE_URL at a local server such as http://localhost:11434/v1)"
-            );
-        }
-
-        let mut model = ModelSettings::new(
-            base_url,
-            settings.model.clone().unwrap_or(DEFAULT_MODEL.to_owned()),
-        );
-        model.api_key = api_key;
+        let provider = settings.provider(env)?;
+        let key_vars = settings.key_vars();
+        let (mut model, api_key_env) = match &provider {
+            None => default_connection(&settings, env, needs_model)?,
+            Some(provider) => provider_connection(provider, &settings, options, env, needs_model)?,
+        };
         model.fallback_model = settings.fallback_model.clone();
         if let Some(t) = settings.temperature {
             model.body.temperature = t;
@@ -300,13 +297,20 @@ impl Config {
         model.body.stream = settings.stream.unwrap_or(model.body.stream);
         model.body.thinking = settings.thinking.unwrap_or(model.body.thinking);
         let defaults = RetryPolicy::default();
+        // The top-level key (any layer) and the flag beat the provider's
+        // own setting, which beats the default.
+        let provider_retries = provider.as_ref().and_then(|p| p.request_max_retries);
+        let provider_idle = provider.as_ref().and_then(|p| p.stream_idle_timeout_ms);
         model.retry = RetryPolicy {
-            max_retries: settings.max_retries.unwrap_or(defaults.max_retries),
+            max_retries: settings
+                .max_retries
+                .or(provider_retries)
+                .unwrap_or(defaults.max_retries),
             base_delay: settings
                 .retry_base_ms
                 .map_or(defaults.base_delay, Duration::from_millis),
         };
-        if let Some(ms) = settings.stream_idle_timeout_ms {
+        if let Some(ms) = settings.stream_idle_timeout_ms.or(provider_idle) {
             // Zero would fail every request at once.
             model.stream_idle_timeout = Duration::from_millis(ms.max(1));
         }
@@ -353,13 +357,7 @@ impl Config {
         let sandbox = sandbox_policy(&settings, &workspace, rules.mode);
         let hub = HubConfig {
             // A NanoHermes subagent runs on this agent's model.
-            subagent_model: Some(nanohermes_hub::SubagentModel {
-                base_url: model.base_url.clone(),
-                model: model.model.clone(),
-                key_env: api_key_env.clone(),
-                key: model.api_key.clone(),
-                prompt_cache_key: None,
-            }),
+            subagent_model: Some(subagent_model(&model, &api_key_env, provider.as_ref(), env)),
             max_agent_depth,
             deferral,
             sandbox,
@@ -374,11 +372,15 @@ impl Config {
                 .compact_keep_messages
                 .map_or(defaults.keep_messages, |n| n as usize),
         };
+        let send_cache_key =
+            provider.as_ref().is_none_or(|p| p.prompt_cache_key) && !options.no_cache_key;
         Ok(Config {
             workspace,
             api_key_env,
+            key_vars,
+            provider,
+            send_cache_key,
             model,
-            send_cache_key: true,
             hub,
             agent,
             compaction,
@@ -386,6 +388,177 @@ impl Config {
             rules,
             guidance,
         })
+    }
+}
+
+impl Config {
+    /// One line naming the model server, for `nanohermes mcp list`:
+    /// `model: M at URL, provider anthropic, wire messages` (`no provider`
+    /// when `base_url` and `api_key_env` describe the connection).
+    pub fn model_line(&self) -> String {
+        let provider = match &self.provider {
+            Some(p) if p.display != p.id => format!("provider {} ({})", p.id, p.display),
+            Some(p) => format!("provider {}", p.id),
+            None => "no provider".to_owned(),
+        };
+        format!(
+            "model: {} at {}, {provider}, wire {}",
+            self.model.model, self.model.base_url, self.model.wire
+        )
+    }
+}
+
+/// The connection without a provider, exactly as before providers existed:
+/// chat wire, `base_url` (`OPENAI_BASE_URL`, `--base-url`), the key from
+/// `api_key_env` (default `OPENAI_API_KEY`). Returns the settings and the
+/// key's variable.
+fn default_connection(
+    settings: &Settings,
+    env: &dyn Fn(&str) -> Option<String>,
+    needs_model: bool,
+) -> anyhow::Result<(ModelSettings, String)> {
+    let api_key_env = settings
+        .api_key_env
+        .clone()
+        .unwrap_or_else(|| DEFAULT_API_KEY_ENV.to_owned());
+    let api_key = env(&api_key_env).filter(|k| !k.trim().is_empty());
+    let base_url = settings
+        .base_url
+        .clone()
+        .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned())
+        .trim_end_matches('/')
+        .to_owned();
+    let url = reqwest::Url::parse(&base_url).with_context(|| {
+        format!("base_url {base_url:?} is not a URL (e.g. http://localhost:8080/v1)")
+    })?;
+    if needs_model && api_key.is_none() && url.host_str() == Some("api.openai.com") {
+        bail!(
+            "{api_key_env} is not set: {base_url} needs an API key \
+             (set {api_key_env}, or point OPENAI_BASE_URL at a local server such as http://localhost:11434/v1)"
+        );
+    }
+    let mut model = ModelSettings::new(
+        base_url,
+        settings.model.clone().unwrap_or(DEFAULT_MODEL.to_owned()),
+    );
+    model.api_key = api_key;
+    Ok((model, api_key_env))
+}
+
+/// The connection a provider describes: its wire, base URL, key variable,
+/// query and headers. The top-level `base_url` and `api_key_env` (and
+/// `OPENAI_BASE_URL`, except for the built-in `openai`) describe the
+/// connection without a provider and do not apply; `--base-url` with a
+/// provider is refused rather than guessed at. A provider with an
+/// `env_key` that is unset or empty stops a command that talks to the
+/// model before any request.
+fn provider_connection(
+    provider: &sources::Provider,
+    settings: &Settings,
+    options: &Options,
+    env: &dyn Fn(&str) -> Option<String>,
+    needs_model: bool,
+) -> anyhow::Result<(ModelSettings, String)> {
+    if options
+        .base_url
+        .as_deref()
+        .is_some_and(|u| !u.trim().is_empty())
+    {
+        return Err(ConfigError::at(
+            "--base-url",
+            None,
+            format!(
+                "cannot be combined with the model provider {:?}, which has its own base_url; \
+                 set base_url in [model_providers.{}] of your config, or drop the provider",
+                provider.id, provider.id
+            ),
+        )
+        .into());
+    }
+    let non_empty = |var: &str| env(var).filter(|v| !v.trim().is_empty());
+    let api_key = provider.env_key.as_deref().and_then(non_empty);
+    if let Some(var) = &provider.env_key
+        && api_key.is_none()
+        && needs_model
+    {
+        let how = provider
+            .env_key_instructions
+            .as_deref()
+            .map(|i| format!(" ({i})"))
+            .unwrap_or_default();
+        return Err(ConfigError::at(
+            "",
+            None,
+            format!(
+                "provider {:?} needs {var}; set it{how}, or choose another provider with --provider",
+                provider.id
+            ),
+        )
+        .into());
+    }
+    reqwest::Url::parse(&provider.base_url).with_context(|| {
+        format!(
+            "provider {:?}: base_url {:?} is not a URL (e.g. http://localhost:8080/v1)",
+            provider.id, provider.base_url
+        )
+    })?;
+    let mut model = ModelSettings::new(
+        provider.base_url.clone(),
+        settings.model.clone().unwrap_or(DEFAULT_MODEL.to_owned()),
+    );
+    model.api_key = api_key;
+    model.wire = wire_api(provider.wire);
+    model.query_params = provider.query_params.clone();
+    model.http_headers = provider.http_headers.clone();
+    // An unset (or empty) variable omits its header, as in Codex.
+    model.http_headers.extend(
+        provider
+            .env_http_headers
+            .iter()
+            .filter_map(|(header, var)| non_empty(var).map(|value| (header.clone(), value))),
+    );
+    let key_env = provider
+        .env_key
+        .clone()
+        .unwrap_or_else(|| DEFAULT_API_KEY_ENV.to_owned());
+    Ok((model, key_env))
+}
+
+/// The client's wire for a config's `wire_api`.
+fn wire_api(name: sources::WireName) -> nanohermes_llm::WireApi {
+    match name {
+        sources::WireName::Chat => nanohermes_llm::WireApi::Chat,
+        sources::WireName::Responses => nanohermes_llm::WireApi::Responses,
+        sources::WireName::Messages => nanohermes_llm::WireApi::Messages,
+    }
+}
+
+/// What a NanoHermes subagent inherits: this agent's model and base URL,
+/// its provider's name, and its key and header variables under their own
+/// names, all in its environment, never in its argv.
+fn subagent_model(
+    model: &ModelSettings,
+    api_key_env: &str,
+    provider: Option<&sources::Provider>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> nanohermes_hub::SubagentModel {
+    let base_url_env = provider.map_or(Some("OPENAI_BASE_URL".to_owned()), |p| {
+        p.base_url_env.clone()
+    });
+    let secrets = provider
+        .iter()
+        .flat_map(|p| &p.env_http_headers)
+        .filter_map(|(_, var)| env(var).map(|value| (var.clone(), value)))
+        .collect();
+    nanohermes_hub::SubagentModel {
+        base_url: model.base_url.clone(),
+        model: model.model.clone(),
+        key_env: api_key_env.to_owned(),
+        key: model.api_key.clone(),
+        provider: provider.map(|p| p.id.clone()),
+        base_url_env,
+        secrets,
+        prompt_cache_key: None,
     }
 }
 
@@ -606,5 +779,186 @@ mod tests {
         assert!(config.hub.allow_private_network);
         let e = resolve(&[], settings, None).unwrap_err().to_string();
         assert!(e.starts_with("MY_LLM_KEY is not set"), "{e}");
+    }
+
+    fn resolve_with(
+        args: &[&str],
+        settings: Settings,
+        vars: &[(&str, &str)],
+    ) -> anyhow::Result<Config> {
+        let vars: BTreeMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let env = move |name: &str| vars.get(name).cloned();
+        Config::from_settings(settings, std::env::temp_dir(), &options(args), &env, true)
+    }
+
+    fn with_provider(id: &str, table: Option<sources::RawProvider>) -> Settings {
+        Settings {
+            model_provider: Some(id.to_owned()),
+            model_providers: table.map(|t| (id.to_owned(), t)).into_iter().collect(),
+            ..Settings::default()
+        }
+    }
+
+    #[test]
+    fn a_providers_table_becomes_the_model_settings() {
+        let table = sources::RawProvider {
+            base_url: Some("http://gpu:8080/v1/".into()),
+            env_key: Some("GPU_AUTH".into()),
+            wire_api: Some(sources::WireName::Responses),
+            query_params: Some([("api-version".to_owned(), "7".to_owned())].into()),
+            http_headers: Some([("X-Team".to_owned(), "tools".to_owned())].into()),
+            env_http_headers: Some(
+                [
+                    ("X-Org".to_owned(), "GPU_ORG".to_owned()),
+                    ("X-Absent".to_owned(), "GPU_UNSET".to_owned()),
+                ]
+                .into(),
+            ),
+            ..sources::RawProvider::default()
+        };
+        let settings = Settings {
+            // The connection without a provider: not used with one.
+            base_url: Some("http://127.0.0.1:9/v1".into()),
+            api_key_env: Some("MY_LLM_KEY".into()),
+            ..with_provider("gpu", Some(table))
+        };
+        let env = [
+            ("GPU_AUTH", "sk-gpu"),
+            ("GPU_ORG", "org-1"),
+            ("MY_LLM_KEY", "x"),
+        ];
+        let config = resolve_with(&[], settings, &env).unwrap();
+        let model = &config.model;
+        assert_eq!(model.base_url, "http://gpu:8080/v1");
+        assert_eq!(model.api_key.as_deref(), Some("sk-gpu"));
+        assert_eq!(model.wire, nanohermes_llm::WireApi::Responses);
+        assert_eq!(model.query_params, [("api-version".into(), "7".into())]);
+        assert_eq!(
+            model.http_headers,
+            [
+                ("X-Team".to_owned(), "tools".to_owned()),
+                ("X-Org".to_owned(), "org-1".to_owned())
+            ]
+        );
+        assert_eq!(config.api_key_env, "GPU_AUTH");
+        assert!(config.key_vars.contains(&"GPU_ORG".to_owned()));
+        assert!(config.send_cache_key);
+        assert_eq!(
+            config.model_line(),
+            "model: gpt-4.1-mini at http://gpu:8080/v1, provider gpu, wire responses"
+        );
+        let sub = config.hub.subagent_model.unwrap();
+        assert_eq!(sub.provider.as_deref(), Some("gpu"));
+        assert_eq!(sub.base_url_env, None, "the child reads the table itself");
+        let names: Vec<String> = sub.env().into_iter().map(|(n, _)| n).collect();
+        for name in [
+            "NANOHERMES_PROVIDER",
+            "NANOHERMES_MODEL",
+            "GPU_AUTH",
+            "GPU_ORG",
+        ] {
+            assert!(names.iter().any(|n| n == name), "{name}: {names:?}");
+        }
+    }
+
+    #[test]
+    fn the_top_level_key_and_the_flag_beat_the_providers_retries_and_idle_timeout() {
+        let table = || sources::RawProvider {
+            base_url: Some("http://gpu:8080/v1".into()),
+            request_max_retries: Some(7),
+            stream_idle_timeout_ms: Some(9_000),
+            ..sources::RawProvider::default()
+        };
+        let config = resolve_with(&[], with_provider("gpu", Some(table())), &[]).unwrap();
+        assert_eq!(config.model.retry.max_retries, 7);
+        assert_eq!(
+            config.model.stream_idle_timeout,
+            Duration::from_millis(9_000)
+        );
+        let top = Settings {
+            max_retries: Some(1),
+            stream_idle_timeout_ms: Some(2_000),
+            ..with_provider("gpu", Some(table()))
+        };
+        let config = resolve_with(&[], top, &[]).unwrap();
+        assert_eq!(config.model.retry.max_retries, 1);
+        assert_eq!(
+            config.model.stream_idle_timeout,
+            Duration::from_millis(2_000)
+        );
+        let plain = resolve_with(&[], with_provider("ollama", None), &[]).unwrap();
+        assert_eq!(
+            plain.model.retry.max_retries,
+            RetryPolicy::default().max_retries
+        );
+    }
+
+    #[test]
+    fn the_cache_key_is_off_by_the_providers_key_or_the_flag() {
+        let local = || Settings {
+            base_url: Some("http://localhost:11434/v1".into()),
+            ..Settings::default()
+        };
+        assert!(resolve(&[], local(), None).unwrap().send_cache_key);
+        assert!(
+            !resolve(&["--no-cache-key"], local(), None)
+                .unwrap()
+                .send_cache_key
+        );
+        let refusing = sources::RawProvider {
+            base_url: Some("http://strict:8080/v1".into()),
+            prompt_cache_key: Some(false),
+            ..sources::RawProvider::default()
+        };
+        let config = resolve_with(&[], with_provider("strict", Some(refusing)), &[]).unwrap();
+        assert!(!config.send_cache_key);
+    }
+
+    #[test]
+    fn without_a_provider_the_connection_is_what_it_was() {
+        let settings = Settings {
+            base_url: Some("http://localhost:11434/v1".into()),
+            ..Settings::default()
+        };
+        let config = resolve(&[], settings, None).unwrap();
+        assert_eq!(config.provider, None);
+        assert_eq!(config.model.wire, nanohermes_llm::WireApi::Chat);
+        assert!(config.model.http_headers.is_empty() && config.model.query_params.is_empty());
+        let sub = config.hub.subagent_model.unwrap();
+        let names: Vec<String> = sub.env().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(&names[..2], ["OPENAI_BASE_URL", "NANOHERMES_MODEL"]);
+        assert!(!names.iter().any(|n| n == "NANOHERMES_PROVIDER"));
+    }
+
+    #[test]
+    fn a_builtin_provider_reads_its_own_variables_and_needs_its_key() {
+        let env = [
+            ("ANTHROPIC_BASE_URL", "http://proxy:8080/v1"),
+            ("ANTHROPIC_API_KEY", "sk-ant"),
+            ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+        ];
+        let config = resolve_with(&[], with_provider("anthropic", None), &env).unwrap();
+        assert_eq!(config.model.base_url, "http://proxy:8080/v1");
+        assert_eq!(config.model.wire, nanohermes_llm::WireApi::Messages);
+        assert_eq!(config.model.api_key.as_deref(), Some("sk-ant"));
+        let sub = config.hub.subagent_model.unwrap();
+        assert_eq!(sub.base_url_env.as_deref(), Some("ANTHROPIC_BASE_URL"));
+        let e = resolve_with(&[], with_provider("anthropic", None), &[]).unwrap_err();
+        assert!(e.downcast_ref::<ConfigError>().is_some(), "exits 2");
+        assert_eq!(
+            e.to_string(),
+            "provider \"anthropic\" needs ANTHROPIC_API_KEY; set it, or choose another provider with --provider"
+        );
+        let local = resolve_with(&[], with_provider("lmstudio", None), &[]).unwrap();
+        assert_eq!(
+            (
+                local.model.base_url.as_str(),
+                local.model.api_key.as_deref()
+            ),
+            ("http://localhost:1234/v1", None)
+        );
     }
 }

@@ -34,8 +34,10 @@ const ALLOWED: &[&str] = &[
 
 static WITHHELD: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
 
-/// Registers one more variable name that no child may receive (the model's
-/// API key variable, whatever it is called). Process-wide; idempotent.
+/// Registers one more variable name that no child may receive: the model
+/// provider's secrets, whatever they are called (`api_key_env`,
+/// `ANTHROPIC_API_KEY`, every provider's `env_key` and `env_http_headers`
+/// variables). Process-wide; idempotent.
 pub fn withhold(name: &str) {
     WITHHELD
         .lock()

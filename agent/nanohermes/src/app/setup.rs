@@ -44,6 +44,9 @@ pub fn load(options: &Options, needs_model: bool) -> anyhow::Result<Setup> {
     // whatever it is called and whatever policy a child is started with.
     mcp_tools::spawn::withhold(DEFAULT_API_KEY_ENV);
     mcp_tools::spawn::withhold(&config.api_key_env);
+    for var in &config.key_vars {
+        mcp_tools::spawn::withhold(var);
+    }
     Ok(Setup {
         config,
         sources,

@@ -54,6 +54,9 @@ mod probe;
 /// Protected paths through `nanohermes run --mode goal`: refused without anyone to ask, asked
 /// call by call on a terminal, git-quoted patch paths.
 mod protected;
+/// Model providers through the binary: a table's URL, query, headers and key; the missing-key
+/// error; a project may not choose or define one; no child sees its secrets; subagents follow.
+mod providers;
 /// Long-term memory: the recalled block replaced each turn, distillation that skips known
 /// memories, failures as notices.
 mod recall;

@@ -22,6 +22,7 @@ pub async fn list(setup: Setup) -> anyhow::Result<ExitCode> {
     let sandbox =
         mcp_tools::spawn::Sandbox::new(setup.config.hub.sandbox.clone(), &setup.config.workspace)
             .status();
+    let model_line = setup.config.model_line();
     let mut config = setup.config.hub;
     // Reported as found by a real start, built-ins too.
     config.builtins_on_first_use = false;
@@ -51,6 +52,7 @@ pub async fn list(setup: Setup) -> anyhow::Result<ExitCode> {
     let mut text = table(&["NAME", "RUNS", "TOOLS", "ERA", "ORIGIN", "STATUS"], &rows);
     // The shell's commands and git's hooks run in it: say whether it holds.
     let _ = writeln!(text, "\nsandbox (shell, git hooks, hooks): {sandbox}");
+    let _ = writeln!(text, "{model_line}");
     print(&text)
 }
 
