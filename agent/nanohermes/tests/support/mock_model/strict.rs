@@ -12,6 +12,7 @@
 //! - responses (OpenAI, `store: false`): `store` other than `false`, no
 //!   `include: ["reasoning.encrypted_content"]`, an unknown input item
 //!   type, a `function_call_output` before its `function_call`, a
+//!   `function_call` without its output, a
 //!   `function_call` whose turn had a reasoning item without that item
 //!   (same id and `encrypted_content`) before it in the turn, a reasoning
 //!   item the mock did not hand out or whose content was altered, a
@@ -145,6 +146,8 @@ pub fn check_responses(body: &Value, issued: &Issues) -> Result<(), Refusal> {
         other => list(other),
     };
     let mut calls = HashSet::new();
+    let mut answered = HashSet::new();
+    let mut order = Vec::new();
     // The reasoning items of the turn in progress (since the last user
     // message or tool output).
     let mut turn: HashSet<(String, String)> = HashSet::new();
@@ -202,6 +205,7 @@ pub fn check_responses(body: &Value, issued: &Issues) -> Result<(), Refusal> {
                         Some("input"),
                     ));
                 }
+                order.push(call_id.clone());
                 calls.insert(call_id);
             }
             "function_call_output" => {
@@ -215,6 +219,7 @@ pub fn check_responses(body: &Value, issued: &Issues) -> Result<(), Refusal> {
                         Some("input"),
                     ));
                 }
+                answered.insert(call_id.to_owned());
                 turn.clear();
             }
             other => {
@@ -227,6 +232,13 @@ pub fn check_responses(body: &Value, issued: &Issues) -> Result<(), Refusal> {
                 ));
             }
         }
+    }
+    if let Some(open) = order.iter().find(|id| !answered.contains(*id)) {
+        return Err(openai(
+            400,
+            format!("No tool output found for function call {open}."),
+            Some("input"),
+        ));
     }
     Ok(())
 }
