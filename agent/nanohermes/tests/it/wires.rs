@@ -919,3 +919,99 @@ async fn messages_rules_refuse_each_broken_request() {
     assert!(stream.contains(r#""text":"ok""#), "{stream}");
     assert!(stream.contains(r#""stop_reason":"end_turn""#), "{stream}");
 }
+
+// ---- The cache accounting itself ----
+
+#[tokio::test]
+async fn cache_figures_follow_each_providers_rule() {
+    let options = Options {
+        accounted_usage: true,
+        ..Options::default()
+    };
+    let mock =
+        MockModel::with_options(options, (0..8).map(|_| text(&["a"]).into()).collect()).await;
+    let long = "x".repeat(6000);
+    let chat = |key: Option<&str>, system: &str, turns: usize| {
+        let mut messages = vec![
+            json!({"role":"system","content":system}),
+            json!({"role":"user","content":"q0"}),
+        ];
+        for n in 1..turns {
+            messages.push(json!({"role":"assistant","content":"a"}));
+            messages.push(json!({"role":"user","content":format!("q{n}")}));
+        }
+        let mut body = json!({"model":"m","stream":true,"messages":messages});
+        if let Some(key) = key {
+            body["prompt_cache_key"] = key.into();
+        }
+        body
+    };
+    let cached_tokens = |stream: &str| {
+        events(stream)
+            .iter()
+            .find_map(|e| e["usage"]["prompt_tokens_details"]["cached_tokens"].as_u64())
+            .expect("a usage frame with cached tokens")
+    };
+    // A, then B extending it under the same key: B's cache serves A's
+    // whole render, rounded down to 128-token blocks.
+    post(&mock, "chat/completions", &[], &chat(Some("k1"), &long, 1)).await;
+    let (_, b) = post(&mock, "chat/completions", &[], &chat(Some("k1"), &long, 2)).await;
+    // The same under another key, and without a key: nothing cached.
+    post(&mock, "chat/completions", &[], &chat(Some("k2"), &long, 2)).await;
+    post(&mock, "chat/completions", &[], &chat(None, &long, 2)).await;
+    // A shorter prompt repeated: under 1024 tokens (though past 640),
+    // never cached.
+    let short = "y".repeat(3000);
+    post(&mock, "chat/completions", &[], &chat(Some("k3"), &short, 1)).await;
+    post(&mock, "chat/completions", &[], &chat(Some("k3"), &short, 2)).await;
+    let requests = mock.requests();
+    let a = requests[0].prompt_bytes;
+    assert!(a >= 4 * 1024, "A is past 1024 tokens: {a}");
+    let expected = a / 4 / 128 * 128 * 4;
+    let cached: Vec<usize> = requests.iter().map(|r| r.cached_bytes).collect();
+    assert_eq!(cached, [0, expected, 0, 0, 0, 0]);
+    assert!(expected < a && a - expected < 128 * 4, "{expected} of {a}");
+    assert_eq!(cached_tokens(&b), (expected / 4) as u64);
+
+    // Anthropic: the first request writes up to its last breakpoint; the
+    // next reads that prefix and writes the rest up to its own.
+    let headers = [("x-api-key", "k"), ("anthropic-version", "2023-06-01")];
+    let mark = json!({"type":"ephemeral"});
+    let system = json!([{"type":"text","text":long,"cache_control":mark}]);
+    let first = json!({"model":"m","max_tokens":10,"stream":true,"system":system,
+        "messages":[{"role":"user","content":[{"type":"text","text":"q0","cache_control":mark}]}]});
+    let second = json!({"model":"m","max_tokens":10,"stream":true,"system":system,
+        "messages":[{"role":"user","content":[{"type":"text","text":"q0"}]},
+                    {"role":"assistant","content":"a"},
+                    {"role":"user","content":[{"type":"text","text":"q1","cache_control":mark}]}]});
+    let (_, m1) = post(&mock, "messages", &headers, &first).await;
+    let (_, m2) = post(&mock, "messages", &headers, &second).await;
+    let requests = mock.requests();
+    let (m1_request, m2_request) = (&requests[6], &requests[7]);
+    assert_eq!(m1_request.refused, None);
+    assert_eq!(
+        (m1_request.cached_bytes, m1_request.cache_write_bytes),
+        (0, m1_request.prompt_bytes)
+    );
+    assert_eq!(m2_request.cached_bytes, m1_request.prompt_bytes);
+    assert_eq!(
+        m2_request.cache_write_bytes,
+        m2_request.prompt_bytes - m1_request.prompt_bytes
+    );
+    let usage = |stream: &str| {
+        events(stream)
+            .into_iter()
+            .find(|e| e["type"] == "message_start")
+            .map(|e| e["message"]["usage"].clone())
+            .expect("message_start")
+    };
+    assert_eq!(usage(&m1)["cache_read_input_tokens"], 0);
+    assert_eq!(
+        usage(&m2)["cache_read_input_tokens"],
+        (m1_request.prompt_bytes / 4) as u64
+    );
+    assert_eq!(
+        usage(&m2)["cache_creation_input_tokens"],
+        ((m2_request.prompt_bytes - m1_request.prompt_bytes) / 4) as u64
+    );
+}
