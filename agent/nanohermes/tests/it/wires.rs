@@ -462,7 +462,7 @@ async fn cache_share(wire: WireApi) -> f64 {
     let cached: usize = later.iter().map(|r| r.cached_bytes).sum();
     let prompt: usize = later.iter().map(|r| r.prompt_bytes).sum();
     let share = cached as f64 / prompt as f64;
-    println!(
+    eprintln!(
         "{wire}: {cached} of {prompt} prompt bytes served from cache after the first request: {share:.3}"
     );
     // The figures reached the agent's usage ledger through the wire.
@@ -853,14 +853,35 @@ async fn messages_rules_refuse_each_broken_request() {
                 "`tool_use` ids were found without `tool_result` blocks immediately after: call_1",
             ),
             (
-                "tool_result answering nothing",
+                "text before the tool_result",
+                with(
+                    valid.clone(),
+                    "/messages/2/content",
+                    json!([{"type":"text","text":"here"},
+                           {"type":"tool_result","tool_use_id":"call_1","content":"empty"}]),
+                ),
+                400,
+                "`tool_use` ids were found without `tool_result` blocks immediately after: call_1",
+            ),
+            (
+                "tool_result answering another id",
                 with(
                     valid.clone(),
                     "/messages/2/content/0/tool_use_id",
                     json!("call_9"),
                 ),
                 400,
-                "`tool_use` ids were found without `tool_result` blocks",
+                "`tool_use` ids were found without `tool_result` blocks immediately after: call_1",
+            ),
+            (
+                "tool_result answering nothing",
+                with(
+                    valid.clone(),
+                    "/messages/0/content",
+                    json!([{"type":"tool_result","tool_use_id":"call_9","content":"x"}]),
+                ),
+                400,
+                "unexpected `tool_use_id` found in `tool_result` blocks: call_9",
             ),
             (
                 "thinking block missing",
@@ -1014,4 +1035,118 @@ async fn cache_figures_follow_each_providers_rule() {
         usage(&m2)["cache_creation_input_tokens"],
         ((m2_request.prompt_bytes - m1_request.prompt_bytes) / 4) as u64
     );
+}
+
+// ---- The per-wire checker of recorded requests must fail on what it claims ----
+
+/// A request as if recorded on `wire`, with `body` and `refused`.
+fn recorded(wire: WireApi, body: Value, refused: Option<&str>) -> Recorded {
+    Recorded {
+        path: format!("/v1/{}", wire.path()),
+        headers: vec![],
+        body,
+        body_len: 0,
+        at: std::time::Instant::now(),
+        wire: Some(wire),
+        refused: refused.map(str::to_owned),
+        prompt_bytes: 0,
+        cached_bytes: 0,
+        cache_write_bytes: 0,
+    }
+}
+
+/// The checker's panic message, or `None` when it accepted the request.
+fn wire_rejection(request: Recorded) -> Option<String> {
+    let wire = request.wire.expect("a wire");
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        assert_wire_requests_valid(&[request], wire)
+    }));
+    let payload = outcome.err()?;
+    Some(
+        payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default(),
+    )
+}
+
+#[test]
+fn the_wire_checker_catches_refusals_and_unanswered_or_misplaced_calls() {
+    let call = json!({"type":"function_call","call_id":"c1","name":"list_dir","arguments":"{}"});
+    let output = json!({"type":"function_call_output","call_id":"c1","output":"x"});
+    let input = |items: Vec<Value>| json!({"input": items});
+    assert_eq!(
+        wire_rejection(recorded(
+            WireApi::Responses,
+            input(vec![call.clone(), output.clone()]),
+            None
+        )),
+        None
+    );
+    let cases = [
+        (
+            recorded(WireApi::Responses, input(vec![call.clone()]), None),
+            "unanswered calls",
+        ),
+        (
+            recorded(
+                WireApi::Responses,
+                input(vec![output.clone(), call.clone()]),
+                None,
+            ),
+            "output before its call",
+        ),
+        (
+            recorded(
+                WireApi::Responses,
+                input(vec![
+                    call.clone(),
+                    output.clone(),
+                    call.clone(),
+                    output.clone(),
+                ]),
+                None,
+            ),
+            "call id c1 used twice",
+        ),
+        (
+            recorded(
+                WireApi::Responses,
+                input(vec![call.clone(), output.clone()]),
+                Some("{}"),
+            ),
+            "was refused",
+        ),
+    ];
+    for (request, expected) in cases {
+        let message = wire_rejection(request).unwrap_or_else(|| panic!("accepted: {expected}"));
+        assert!(message.contains(expected), "{message}");
+    }
+
+    let uses = json!({"role":"assistant","content":[
+        {"type":"tool_use","id":"a","name":"x","input":{}},
+        {"type":"tool_use","id":"b","name":"x","input":{}}]});
+    let results = |ids: [&str; 2]| {
+        json!({"role":"user","content":[
+            {"type":"tool_result","tool_use_id":ids[0],"content":"1"},
+            {"type":"tool_result","tool_use_id":ids[1],"content":"2"}]})
+    };
+    let messages =
+        |answer: Value| json!({"messages":[{"role":"user","content":"go"}, uses.clone(), answer]});
+    assert_eq!(
+        wire_rejection(recorded(
+            WireApi::Messages,
+            messages(results(["a", "b"])),
+            None
+        )),
+        None
+    );
+    let message = wire_rejection(recorded(
+        WireApi::Messages,
+        messages(results(["b", "a"])),
+        None,
+    ))
+    .expect("answers out of order are refused");
+    assert!(message.contains("answers in call order"), "{message}");
 }

@@ -20,7 +20,7 @@
 //! - messages (Anthropic): no `x-api-key` → 401; no `anthropic-version`,
 //!   no `max_tokens`, roles not alternating from `user`, empty content or
 //!   text blocks, a `tool_use` id not matching `^[a-zA-Z0-9_-]+$`, a
-//!   `tool_use` not answered by a `tool_result` in the next message (or a
+//!   `tool_use` not answered by a `tool_result` opening the next message (or a
 //!   `tool_result` answering none), a tool turn whose thinking block is
 //!   missing, a thinking block whose signature was not handed out for its
 //!   text, more than 4 `cache_control` breakpoints → 400.
@@ -322,9 +322,11 @@ pub fn check_messages(
         // The uses the previous assistant message left open must all be
         // answered here.
         if !open_uses.is_empty() {
+            // Only the results that open the message count: Anthropic
+            // wants them before any other content.
             let answered: HashSet<&str> = blocks
                 .iter()
-                .filter(|b| b["type"] == "tool_result")
+                .take_while(|b| b["type"] == "tool_result")
                 .filter_map(|b| b["tool_use_id"].as_str())
                 .collect();
             let missing: Vec<&str> = open_uses
