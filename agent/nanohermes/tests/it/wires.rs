@@ -31,10 +31,12 @@ const STRICT: Options = Options {
     accounted_usage: false,
 };
 
-/// Settings on the mock for `wire`, with a stable cache key.
+/// Settings on the mock for `wire`, with a stable cache key, for a model
+/// that reasons (thinking on).
 fn on(mock: &MockModel, wire: WireApi) -> ModelSettings {
     let mut settings = settings(mock);
     settings.wire = wire;
+    settings.body.thinking = true;
     settings.prompt_cache_key = Some("session-wires".into());
     settings
 }
@@ -747,6 +749,23 @@ async fn responses_rules_refuse_each_broken_request() {
     let (status, stream) = post(&mock, "responses", &[], &valid).await;
     assert_eq!(status, 200, "{stream}");
     assert!(stream.contains(r#""delta":"ok""#), "{stream}");
+
+    // A model without reasoning refuses the include.
+    let plain = MockModel::start(vec![text(&["ok"]).into()]).await;
+    assert_refusals(
+        &plain,
+        "responses",
+        &[],
+        vec![(
+            "include without reasoning",
+            first.clone(),
+            400,
+            "Encrypted content is not supported with this model.",
+        )],
+    )
+    .await;
+    let (status, stream) = post(&plain, "responses", &[], &without_field(first, "include")).await;
+    assert_eq!(status, 200, "{stream}");
 }
 
 /// `body` without its top-level `key`.

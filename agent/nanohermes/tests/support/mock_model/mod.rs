@@ -19,7 +19,8 @@
 //! Strictness ([`strict`]): the Responses and Messages wires always check a
 //! request the way OpenAI and Anthropic do; chat checks only what
 //! [`Options`] turns on (`strict`: tool-call arguments as vLLM and
-//! llama.cpp; `thinking`: DeepSeek's `reasoning_content` replay). A refused
+//! llama.cpp; `thinking`: DeepSeek's `reasoning_content` replay), and
+//! `thinking` also says whether a Responses model reasons. A refused
 //! request gets the provider's status and error body, is recorded with
 //! [`Recorded::refused`], and uses no script step.
 //!
@@ -382,9 +383,12 @@ pub struct Options {
     /// Chat: refuse (HTTP 500, as llama.cpp) histories whose tool-call
     /// arguments are not one JSON object.
     pub strict: bool,
-    /// Chat: DeepSeek's thinking mode: refuse (HTTP 400) an assistant
-    /// tool-call turn whose scripted thought is not sent back as its
-    /// `reasoning_content`.
+    /// The model reasons. Chat: DeepSeek's thinking mode, refusing (HTTP
+    /// 400) an assistant tool-call turn whose scripted thought is not sent
+    /// back as its `reasoning_content`. Responses: a reasoning model,
+    /// refusing a request without `include:
+    /// ["reasoning.encrypted_content"]` (and, when off, one with it, as
+    /// models without reasoning do).
     pub thinking: bool,
     /// Report usage computed from the request (input = prompt bytes / 4,
     /// cached and cache-written tokens from [`cache`]) instead of the fixed

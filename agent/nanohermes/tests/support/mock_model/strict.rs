@@ -9,8 +9,10 @@
 //!   one JSON object → 500;
 //! - chat, `thinking` (DeepSeek): a tool-call turn without the
 //!   `reasoning_content` it was given → 400;
-//! - responses (OpenAI, `store: false`): `store` other than `false`, no
-//!   `include: ["reasoning.encrypted_content"]`, an unknown input item
+//! - responses (OpenAI, `store: false`): `store` other than `false`; with
+//!   `thinking` (a reasoning model) no `include:
+//!   ["reasoning.encrypted_content"]`, without it that `include` (models
+//!   without reasoning refuse it); an unknown input item
 //!   type, a `function_call_output` before its `function_call`, a
 //!   `function_call` without its output, a
 //!   `function_call` whose turn had a reasoning item without that item
@@ -52,7 +54,7 @@ pub fn check(
 ) -> Result<(), Refusal> {
     match wire {
         WireApi::Chat => check_chat(body, options, issued),
-        WireApi::Responses => check_responses(body, issued),
+        WireApi::Responses => check_responses(body, options, issued),
         WireApi::Messages => check_messages(headers, body, issued),
     }
 }
@@ -111,7 +113,7 @@ pub fn check_chat(body: &Value, options: Options, issued: &Issues) -> Result<(),
 }
 
 /// Responses with `store: false`: the rules of the module doc.
-pub fn check_responses(body: &Value, issued: &Issues) -> Result<(), Refusal> {
+pub fn check_responses(body: &Value, options: Options, issued: &Issues) -> Result<(), Refusal> {
     if body.get("store") != Some(&Value::Bool(false)) {
         return Err(openai(
             400,
@@ -122,13 +124,21 @@ pub fn check_responses(body: &Value, issued: &Issues) -> Result<(), Refusal> {
             Some("store"),
         ));
     }
-    if !list(&body["include"])
+    let encrypted = list(&body["include"])
         .iter()
-        .any(|i| i == "reasoning.encrypted_content")
-    {
+        .any(|i| i == "reasoning.encrypted_content");
+    if options.thinking && !encrypted {
         return Err(openai(
             400,
             "With `store: false`, reasoning items can only be sent back with `include: [\"reasoning.encrypted_content\"]`.".into(),
+            Some("include"),
+        ));
+    }
+    if !options.thinking && encrypted {
+        // What a model without reasoning answers.
+        return Err(openai(
+            400,
+            "Encrypted content is not supported with this model.".into(),
             Some("include"),
         ));
     }
