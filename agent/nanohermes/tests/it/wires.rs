@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 
 use crate::support::history::{assert_history_valid, assert_wire_requests_valid};
 use crate::support::mock_model::{
-    MockModel, Options, Recorded, Step, call, call_raw, call_split, text, tool_calls,
-    tool_calls_cut_off,
+    Figures, MockModel, Options, Recorded, Reply, Step, Stop, Turn, call, call_raw, call_split,
+    text, tool_calls, tool_calls_cut_off,
 };
 use crate::support::{Capture, hub, settings};
 
@@ -1168,4 +1168,129 @@ fn the_wire_checker_catches_refusals_and_unanswered_or_misplaced_calls() {
     ))
     .expect("answers out of order are refused");
     assert!(message.contains("answers in call order"), "{message}");
+}
+
+// ---- What each wire renders for the rarer endings ----
+
+#[tokio::test]
+async fn each_wire_renders_refusals_pauses_cut_offs_and_usage_overrides() {
+    let figures = Figures {
+        input: 500,
+        output: 40,
+        cached: 384,
+        cache_write: 16,
+        reasoning: 12,
+    };
+    let script = || {
+        vec![
+            text(&["I can", "not help."])
+                .with_stop(Stop::Refusal)
+                .into(),
+            text(&["Still working"])
+                .with_stop(Stop::PauseTurn)
+                .with_usage(figures)
+                .into(),
+            Reply::Turn(Turn {
+                text: vec!["cut he".into()],
+                cut_off: true,
+                ..Turn::default()
+            })
+            .into(),
+        ]
+    };
+    let chat_body = json!({"model":"m","stream":true,"messages":[{"role":"user","content":"q"}]});
+    let mock = MockModel::start(script()).await;
+    let mut streams = Vec::new();
+    for _ in 0..3 {
+        streams.push(post(&mock, "chat/completions", &[], &chat_body).await.1);
+    }
+    assert!(
+        streams[0].contains(r#""refusal":"I can""#),
+        "{}",
+        streams[0]
+    );
+    assert!(
+        streams[1].contains(r#""cached_tokens":384"#),
+        "{}",
+        streams[1]
+    );
+    assert!(
+        streams[1].contains(r#""reasoning_tokens":12"#),
+        "{}",
+        streams[1]
+    );
+    assert!(
+        streams[2].contains(r#""finish_reason":"length""#),
+        "{}",
+        streams[2]
+    );
+
+    let responses_body = json!({"model":"m","stream":true,"store":false,"input":"q"});
+    let mock = MockModel::start(script()).await;
+    let mut streams = Vec::new();
+    for _ in 0..3 {
+        streams.push(post(&mock, "responses", &[], &responses_body).await.1);
+    }
+    assert!(
+        streams[0].contains("event: response.refusal.delta"),
+        "{}",
+        streams[0]
+    );
+    assert!(
+        streams[0].contains("event: response.completed"),
+        "{}",
+        streams[0]
+    );
+    let completed = events(&streams[1])
+        .into_iter()
+        .find(|e| e["type"] == "response.completed")
+        .expect("completed");
+    assert_eq!(
+        completed["response"]["usage"],
+        json!({"input_tokens":500,"input_tokens_details":{"cached_tokens":384},
+               "output_tokens":40,"output_tokens_details":{"reasoning_tokens":12},
+               "total_tokens":540})
+    );
+    let incomplete = events(&streams[2])
+        .into_iter()
+        .find(|e| e["type"] == "response.incomplete")
+        .expect("incomplete");
+    assert_eq!(
+        incomplete["response"]["incomplete_details"]["reason"],
+        "max_output_tokens"
+    );
+    assert!(
+        !streams[2].contains("response.output_item.done"),
+        "{}",
+        streams[2]
+    );
+
+    let headers = [("x-api-key", "k"), ("anthropic-version", "2023-06-01")];
+    let messages_body = json!({"model":"m","max_tokens":10,"stream":true,
+        "messages":[{"role":"user","content":"q"}]});
+    let mock = MockModel::start(script()).await;
+    let mut streams = Vec::new();
+    for _ in 0..3 {
+        streams.push(post(&mock, "messages", &headers, &messages_body).await.1);
+    }
+    let stop = |stream: &str| {
+        events(stream)
+            .into_iter()
+            .find(|e| e["type"] == "message_delta")
+            .map(|e| e["delta"]["stop_reason"].clone())
+            .expect("message_delta")
+    };
+    assert_eq!(stop(&streams[0]), "refusal");
+    assert_eq!(stop(&streams[1]), "pause_turn");
+    assert_eq!(stop(&streams[2]), "max_tokens");
+    let start = events(&streams[1])
+        .into_iter()
+        .find(|e| e["type"] == "message_start")
+        .expect("message_start");
+    assert_eq!(
+        start["message"]["usage"],
+        json!({"input_tokens":100,"cache_creation_input_tokens":16,
+               "cache_read_input_tokens":384,"output_tokens":1})
+    );
+    assert!(streams[1].ends_with("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"));
 }
