@@ -13,13 +13,13 @@
 // A bench prints its table.
 #![allow(clippy::print_stdout)]
 
-#[path = "../tests/support/mock_model.rs"]
+#[path = "../tests/support/mock_model/mod.rs"]
 #[allow(dead_code)]
 mod mock_model;
 
 use std::time::{Duration, Instant};
 
-use mock_model::{MockModel, Reply, Step, call, text, tool_calls};
+use mock_model::{MockModel, Step, call, text, tool_calls};
 use serde_json::json;
 
 /// The four answers, each written in one piece: the mock's pauses between
@@ -33,10 +33,7 @@ fn four_steps() -> Vec<Step> {
         text(&["Done."]),
     ]
     .into_iter()
-    .map(|reply| match reply {
-        Reply::Sse(pieces) => Reply::Sse(vec![pieces.concat()]).into(),
-        other => other.into(),
-    })
+    .map(|reply| reply.in_one_piece().into())
     .collect()
 }
 

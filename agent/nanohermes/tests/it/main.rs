@@ -84,3 +84,7 @@ mod sessions;
 mod stream;
 /// Subagents: run_task servers from the config and --agent, agent_list, the depth guard.
 mod subagents;
+/// The three wires (chat, responses, messages) against the strict scripted model: reasoning
+/// replayed verbatim and dropped across wires, cut-off calls, interrupts, the cache share, and
+/// each strict rule refusing a broken request.
+mod wires;

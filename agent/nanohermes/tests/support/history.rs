@@ -11,12 +11,16 @@
 //! - the assistant's calls are answered right after it by exactly one
 //!   `{role: tool, tool_call_id, content}` each, in call order;
 //! - no other tool message exists.
+//!
+//! [`assert_wire_requests_valid`] checks recorded requests of any wire: each
+//! went to its wire's path, the strict mock refused none, and each history
+//! answers every call exactly once, in the wire's own shape.
 
 use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::mock_model::Recorded;
+use super::mock_model::{Recorded, WireApi};
 
 /// Panics with the offending position when `messages` breaks the invariant.
 pub fn assert_history_valid(messages: &[Value]) {
@@ -158,5 +162,111 @@ pub fn assert_requests_valid(requests: &[Recorded]) {
             "request {number}: reasoning_effort without thinking"
         );
         assert_history_valid(request.messages());
+    }
+}
+
+/// Checks every recorded request as sent on `wire`: its path, that the
+/// strict mock refused none of them (so reasoning came back verbatim where
+/// the provider wants it), and the call invariant in the wire's own shape:
+/// chat as [`assert_history_valid`]; responses: each `function_call`
+/// answered by one `function_call_output` after it, ids unique; messages:
+/// each `tool_use` answered by one `tool_result` in the next message, ids
+/// unique.
+pub fn assert_wire_requests_valid(requests: &[Recorded], wire: WireApi) {
+    assert!(!requests.is_empty(), "the mock received no request");
+    for (number, request) in requests.iter().enumerate() {
+        assert_eq!(
+            request.wire,
+            Some(wire),
+            "request {number}: path {}",
+            request.path
+        );
+        assert!(
+            request.refused.is_none(),
+            "request {number} was refused: {}\n{:#}",
+            request.refused.as_deref().unwrap_or_default(),
+            request.body
+        );
+        match wire {
+            WireApi::Chat => assert_history_valid(request.messages()),
+            WireApi::Responses => assert_input_valid(request.input(), number),
+            WireApi::Messages => assert_anthropic_valid(request.messages(), number),
+        }
+    }
+}
+
+/// Responses input: each call answered once, after it; no stray output.
+fn assert_input_valid(input: &[Value], number: usize) {
+    let mut calls = HashSet::new();
+    let mut answered = HashSet::new();
+    for (index, item) in input.iter().enumerate() {
+        match item["type"].as_str() {
+            Some("function_call") => {
+                let id = item["call_id"].as_str().unwrap_or_default();
+                assert!(!id.is_empty(), "request {number} item {index}: no call_id");
+                assert!(
+                    calls.insert(id.to_owned()),
+                    "request {number} item {index}: call id {id} used twice"
+                );
+                let arguments = item["arguments"].as_str().unwrap_or_default();
+                assert!(
+                    serde_json::from_str::<Value>(arguments).is_ok_and(|v| v.is_object()),
+                    "request {number} item {index}: arguments {arguments:?}"
+                );
+            }
+            Some("function_call_output") => {
+                let id = item["call_id"].as_str().unwrap_or_default();
+                assert!(
+                    calls.contains(id),
+                    "request {number} item {index}: output before its call {id}"
+                );
+                assert!(
+                    answered.insert(id.to_owned()),
+                    "request {number} item {index}: call {id} answered twice"
+                );
+                assert!(item["output"].is_string(), "request {number} item {index}");
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(calls, answered, "request {number}: unanswered calls");
+}
+
+/// Anthropic messages: each `tool_use` answered in the next message, once.
+fn assert_anthropic_valid(messages: &[Value], number: usize) {
+    let mut ids = HashSet::new();
+    for (index, message) in messages.iter().enumerate() {
+        let uses: Vec<&str> = message["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|b| b["type"] == "tool_use")
+            .filter_map(|b| b["id"].as_str())
+            .collect();
+        if uses.is_empty() {
+            continue;
+        }
+        assert_eq!(
+            message["role"], "assistant",
+            "request {number} message {index}"
+        );
+        let results: Vec<&str> = messages
+            .get(index + 1)
+            .and_then(|next| next["content"].as_array())
+            .into_iter()
+            .flatten()
+            .filter(|b| b["type"] == "tool_result")
+            .filter_map(|b| b["tool_use_id"].as_str())
+            .collect();
+        assert_eq!(
+            results, uses,
+            "request {number} message {index}: answers in call order"
+        );
+        for id in uses {
+            assert!(
+                ids.insert(id.to_owned()),
+                "request {number}: tool_use id {id} used twice"
+            );
+        }
     }
 }
