@@ -29,7 +29,7 @@
 mod agent_runs;
 mod bins;
 mod calls;
-#[path = "../../agent/nanohermes/tests/support/mock_model.rs"]
+#[path = "../../agent/nanohermes/tests/support/mock_model/mod.rs"]
 #[allow(dead_code, missing_docs, unreachable_pub)]
 mod mock_model;
 mod ready;

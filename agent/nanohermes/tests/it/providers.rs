@@ -458,7 +458,6 @@ async fn a_nanohermes_serve_subagent_runs_on_the_same_provider() {
 /// `openai` speaks Responses with a bearer token, at their base URL
 /// variables. Needs the two wires, which are merged separately (issue 27).
 #[tokio::test]
-#[ignore = "needs the responses and messages wires (issue 27); un-ignore when they are merged"]
 async fn the_builtin_openai_and_anthropic_providers_use_their_own_wires() {
     let (_root, home, workspace) = dirs();
     for (provider, base_var, key_var, path, header, value) in [
