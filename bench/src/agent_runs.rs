@@ -226,10 +226,7 @@ pub fn trivial_steps(steps: usize) -> Vec<Step> {
 fn whole(replies: Vec<Reply>) -> Vec<Step> {
     replies
         .into_iter()
-        .map(|reply| match reply {
-            Reply::Sse(pieces) => Reply::Sse(vec![pieces.concat()]).into(),
-            other => other.into(),
-        })
+        .map(|reply| reply.in_one_piece().into())
         .collect()
 }
 

@@ -28,6 +28,7 @@
 
 mod agent_runs;
 mod bins;
+mod cache;
 mod calls;
 #[path = "../../agent/nanohermes/tests/support/mock_model/mod.rs"]
 #[allow(dead_code, missing_docs, unreachable_pub)]
@@ -45,8 +46,8 @@ use bins::Bins;
 use stats::{Number, Table, bytes, median, quantile, show};
 
 /// Every section, in the order they run.
-const SECTIONS: [&str; 8] = [
-    "start", "loop", "calls", "rss", "serve", "tools", "sizes", "ready",
+const SECTIONS: [&str; 9] = [
+    "start", "loop", "calls", "rss", "serve", "tools", "sizes", "ready", "cache",
 ];
 
 /// The command line: `[--runs N] [--baseline PATH [--rounds N]] [SECTION...]`.
@@ -163,6 +164,7 @@ async fn run_section(
         "tools" => tool_figures(bins, table).await,
         "sizes" => sizes(bins, table),
         "ready" => ready_figures(bins, runs, table).await,
+        "cache" => cache::figures(bins, table).await,
         _ => unreachable!("checked by parse_args"),
     }
 }

@@ -394,6 +394,10 @@ pub struct Options {
     /// cached and cache-written tokens from [`cache`]) instead of the fixed
     /// 100 in, 10 out.
     pub accounted_usage: bool,
+    /// Answer every request sent without tools (a compaction's summary, a
+    /// memory distillation) with this reply, using no script step: where
+    /// they fall in a long run is not worth scripting (the benchmark).
+    pub toolless: Option<fn() -> Reply>,
 }
 
 /// The running mock.
@@ -516,7 +520,8 @@ async fn answer_one(stream: &mut TcpStream, shared: &Shared) -> bool {
     let needs_body = matches!(wire, Some(WireApi::Responses | WireApi::Messages))
         || options.strict
         || options.thinking
-        || options.accounted_usage;
+        || options.accounted_usage
+        || options.toolless.is_some();
     let parsed: Value = if needs_body {
         serde_json::from_slice(&body).unwrap_or(Value::Null)
     } else {
@@ -533,8 +538,11 @@ async fn answer_one(stream: &mut TcpStream, shared: &Shared) -> bool {
     // log is the order of the script.
     let (step, figures) = {
         let mut log = shared.log.lock().expect("mock log");
+        let toolless = options.toolless.filter(|_| parsed.get("tools").is_none());
         let step = if refusal.is_some() {
             None
+        } else if let Some(reply) = toolless {
+            Some(reply().into())
         } else {
             shared.script.lock().expect("mock script").next()
         };
