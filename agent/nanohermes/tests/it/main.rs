@@ -57,6 +57,8 @@ mod protected;
 /// Model providers through the binary: a table's URL, query, headers and key; the missing-key
 /// error; a project may not choose or define one; no child sees its secrets; subagents follow.
 mod providers;
+/// Reasoning through the binary on each wire: kept in the session, replayed to its provider, dropped elsewhere.
+mod reasoning;
 /// Long-term memory: the recalled block replaced each turn, distillation that skips known
 /// memories, failures as notices.
 mod recall;

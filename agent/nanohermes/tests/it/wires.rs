@@ -29,6 +29,7 @@ const STRICT: Options = Options {
     strict: true,
     thinking: true,
     accounted_usage: false,
+    toolless: None,
 };
 
 /// Settings on the mock for `wire`, with a stable cache key, for a model

@@ -54,6 +54,17 @@ pub fn render(turn: &Turn, context: &RenderContext) -> (Vec<Vec<u8>>, Vec<(Strin
                 },
             ));
         }
+        // A turn without calls signed its thinking too: Anthropic accepts
+        // it back (a resumed session sends its last answer's thinking).
+        if turn.calls.is_empty() {
+            issued.push((
+                format!("turn_{serial}"),
+                Issued::Messages {
+                    thinking: thought.clone(),
+                    signature: signature.clone(),
+                },
+            ));
+        }
     }
 
     if !turn.text.is_empty() {

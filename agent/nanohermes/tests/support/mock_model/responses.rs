@@ -62,6 +62,17 @@ pub fn render(turn: &Turn, context: &RenderContext) -> (Vec<Vec<u8>>, Vec<(Strin
                 },
             ));
         }
+        // An answer's reasoning item is valid input later too (Codex sends
+        // every earlier item back).
+        if turn.calls.is_empty() {
+            issued.push((
+                format!("turn_{serial}"),
+                Issued::Responses {
+                    id: id.clone(),
+                    encrypted: encrypted.clone(),
+                },
+            ));
+        }
     }
 
     if !turn.text.is_empty() {
