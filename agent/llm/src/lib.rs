@@ -332,13 +332,25 @@ impl Client {
             }
             return self.read_whole(&body.bytes, model, echo);
         }
+        self.read_stream(&mut response, model, echo).await
+    }
+
+    /// Reads a streamed response through the wire's reader, to its last
+    /// event, or to an EOF after which the turn is whole.
+    async fn read_stream(
+        &self,
+        response: &mut reqwest::Response,
+        model: &str,
+        echo: &mut Echo<'_>,
+    ) -> Result<AssistantTurn, LlmError> {
+        let idle = self.settings.stream_idle_timeout;
         let mut decoder = SseDecoder::default();
         let mut builder = self.wire.stream_reader(&self.settings);
         // Restarted by each event, not by each byte: comments, keep-alives
         // and a line trickled a byte at a time do not keep a stream alive.
         let mut deadline = tokio::time::Instant::now() + idle;
         loop {
-            let chunk = read::chunk(&mut response, deadline, idle).await?;
+            let chunk = read::chunk(response, deadline, idle).await?;
             let frames = match &chunk {
                 Some(bytes) => decoder
                     .push(bytes)
@@ -349,35 +361,31 @@ impl Client {
                 deadline = tokio::time::Instant::now() + idle;
             }
             for frame in frames {
-                match frame {
-                    Frame::Data(value) => {
-                        match builder.apply(&value)? {
-                            Some(Delta::Text(text)) => echo.text(text),
-                            Some(Delta::Reasoning(text)) => echo.reasoning(text),
-                            None => {}
-                        }
-                        if builder.finished() {
-                            return Ok(builder.finish(model));
-                        }
-                        if builder.arguments_over_limit() {
-                            // Reading on would only burn time on arguments
-                            // that are refused anyway; the call gets an
-                            // `ERROR:` result. The connection is dropped.
-                            return Ok(builder.finish(model));
-                        }
-                        if builder.size() > read::MAX_BODY {
-                            return Err(LlmError::TooLarge {
-                                limit: read::MAX_BODY,
-                            });
-                        }
-                    }
+                let value = match frame {
+                    Frame::Data(value) => value,
                     Frame::Done => return Ok(builder.finish(model)),
                     Frame::Error(value) => return Err(LlmError::from_frame(&value)),
+                };
+                match builder.apply(&value)? {
+                    Some(Delta::Text(text)) => echo.text(text),
+                    Some(Delta::Reasoning(text)) => echo.reasoning(text),
+                    None => {}
+                }
+                // Past the arguments' limit, reading on would only burn
+                // time on a call that is refused anyway (it gets an
+                // `ERROR:` result); the connection is dropped.
+                if builder.finished() || builder.arguments_over_limit() {
+                    return Ok(builder.finish(model));
+                }
+                if builder.size() > read::MAX_BODY {
+                    return Err(LlmError::TooLarge {
+                        limit: read::MAX_BODY,
+                    });
                 }
             }
             if chunk.is_none() {
-                // EOF without `[DONE]` ends a stream only when the turn said
-                // it was finished.
+                // EOF without the wire's last event ends a stream only
+                // when the turn said it was finished.
                 return if builder.whole_at_eof() {
                     Ok(builder.finish(model))
                 } else {
