@@ -54,6 +54,9 @@ mod probe;
 /// Protected paths through `nanohermes run --mode goal`: refused without anyone to ask, asked
 /// call by call on a terminal, git-quoted patch paths.
 mod protected;
+/// llama.cpp's `llama-server` (scripts/llama-server) under the real binary, one task per model
+/// wire from a Codex-style provider config; ignored unless NANOHERMES_LLAMA_SERVER/MODEL are set.
+mod real_server;
 /// Long-term memory: the recalled block replaced each turn, distillation that skips known
 /// memories, failures as notices.
 mod recall;
