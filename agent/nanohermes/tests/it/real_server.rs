@@ -78,13 +78,16 @@ impl LlamaServer {
             let child = std::process::Command::new(&binary)
                 .args(["--host", "127.0.0.1", "--port", &port.to_string(), "-m"])
                 .arg(&model)
-                // 4096: the first request (every built-in tool declared, about
-                // 10 KB) and the answer fit. --jinja: the model's own chat
-                // template, which tool declarations need. --verbose: the debug
+                // 4096: the prompt and the answer fit (SmolLM2's template
+                // renders no tool declarations: the first prompt is 226
+                // tokens). --jinja: the model's own chat template, as the
+                // tool-calling endpoints need it. --verbose: the debug
                 // lines that name the converting endpoint. One slot: one
-                // request at a time is all a run sends.
+                // request at a time is all a run sends. One thread: OpenMP's
+                // spinning workers on a busy 2-core machine (cargo, the
+                // agent) fell to 2 tokens a second, one thread keeps 35.
                 .args(["-c", "4096", "--jinja", "--verbose", "--parallel", "1"])
-                .args(["--threads", "2", "--no-webui"])
+                .args(["--threads", "1", "--no-webui"])
                 .stdin(Stdio::null())
                 .stdout(std::fs::File::create(dir.path().join("stdout.log")).unwrap())
                 .stderr(std::fs::File::create(&log).unwrap())
@@ -145,11 +148,18 @@ impl Drop for LlamaServer {
     }
 }
 
+/// The answer's cap, the one key besides the provider's: at temperature 0
+/// SmolLM2-135M rambles on for thousands of tokens (measured: 1,600 tokens
+/// and two minutes on a busy 2-core machine), and a cut answer is still an
+/// answer (`status: done`).
+const MAX_TOKENS: &str = "max_tokens = 32\n";
+
 /// A Codex-style config: a local provider named `llama` on `wire_api`.
 fn provider_config(base_url: &str, wire_api: &str) -> String {
     format!(
         "model = \"smollm2\"\n\
          model_provider = \"llama\"\n\
+         {MAX_TOKENS}\
          \n\
          [model_providers.llama]\n\
          name = \"llama.cpp\"\n\
@@ -159,13 +169,11 @@ fn provider_config(base_url: &str, wire_api: &str) -> String {
 }
 
 /// `nanohermes run --output-format json TASK` in a fresh home holding
-/// `config` (none when empty) and a fresh workspace, plus `env`.
+/// `config` and a fresh workspace, plus `env`.
 async fn run_task(config: &str, env: &[(&str, &str)]) -> Run {
     let home = tempfile::tempdir().unwrap();
     let workspace = tempfile::tempdir().unwrap();
-    if !config.is_empty() {
-        std::fs::write(home.path().join("config.toml"), config).unwrap();
-    }
+    std::fs::write(home.path().join("config.toml"), config).unwrap();
     let home_path = home.path().to_str().unwrap().to_owned();
     let mut all = vec![("NANOHERMES_HOME", home_path.as_str())];
     all.extend_from_slice(env);
@@ -241,7 +249,7 @@ async fn chat_completions_through_the_environment_answer() {
     let server = LlamaServer::start().await;
     let url = server.base_url();
     let run = run_task(
-        "",
+        MAX_TOKENS,
         &[("OPENAI_BASE_URL", &url), ("NANOHERMES_MODEL", "smollm2")],
     )
     .await;
