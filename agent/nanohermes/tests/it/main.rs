@@ -59,7 +59,10 @@ mod protected;
 mod providers;
 /// Reasoning through the binary on each wire: kept in the session, replayed to its provider, dropped elsewhere.
 mod reasoning;
-/// Long-term memory: the recalled block replaced each turn, distillation that skips known
+/// llama.cpp's `llama-server` (scripts/llama-server) under the real binary, one task per model
+/// wire from a Codex-style provider config; ignored unless NANOHERMES_LLAMA_SERVER/MODEL are set.
+mod real_server;
+/// Long-term memory: the recalled block leading each turn's user message, distillation that skips known
 /// memories, failures as notices.
 mod recall;
 /// A server whose tool list changes mid-run: declared at the next step, removed tools answered.
