@@ -32,6 +32,7 @@
 
 pub mod cache;
 pub mod chat;
+pub mod history;
 pub mod messages;
 pub mod responses;
 pub mod strict;
@@ -319,6 +320,14 @@ impl Recorded {
             .as_array()
             .map(Vec::as_slice)
             .unwrap_or_default()
+    }
+
+    /// What the model was sent, whatever the wire, in the chat shape of
+    /// the transcript ([`history::of`]): a chat request's `messages` as
+    /// they are; a Responses or Messages request converted back, so that
+    /// one assertion on the history holds on every wire.
+    pub fn history(&self) -> Vec<Value> {
+        history::of(self.wire.unwrap_or(WireApi::Chat), &self.body)
     }
 }
 
