@@ -9,14 +9,11 @@ use std::collections::HashSet;
 use nanohermes_core::agent::Outcome;
 use serde_json::{Value, json};
 
-use crate::support::history::{
-    assert_history_valid, assert_requests_valid, assert_requests_valid_on,
-};
+use crate::support::history::{assert_history_valid, assert_requests_valid_on};
 use crate::support::mock_model::{
-    MockModel, WireApi, call, call_raw, sse_without_done, text, tool_call_frames, tool_calls,
-    tool_calls_cut_off,
+    MockModel, WireApi, call, call_raw, text, tool_calls, tool_calls_cut_off,
 };
-use crate::support::{Capture, agent, hub, on_every_wire, settings, settings_on, tool_result};
+use crate::support::{Capture, agent, hub, on_every_wire, settings_on, tool_result};
 
 /// The `arguments` the history records for the call `id`.
 fn recorded<'a>(messages: &'a [Value], id: &str) -> &'a str {
@@ -190,18 +187,19 @@ on_every_wire!(
     a_call_cut_off_at_max_tokens_is_not_run_and_the_model_is_told_to_write_smaller_parts
 );
 
-// Chat only: the cut stream is raw chat frames (no finish reason,
-// no [DONE]).
-#[tokio::test]
-async fn a_stream_that_ends_inside_a_tool_call_is_retried_and_the_partial_call_never_runs() {
+async fn a_stream_that_ends_inside_a_tool_call_is_retried_and_the_partial_call_never_runs(
+    wire: WireApi,
+) {
     let dir = tempfile::tempdir().unwrap();
-    // The partial call's text even parses: only the missing finish reason
-    // and [DONE] say the turn was cut.
-    let partial = sse_without_done(&tool_call_frames(&[call(
+    // The partial call's text even parses: only the missing end of the
+    // turn (chat's finish reason and [DONE], `response.completed`,
+    // Anthropic's `message_stop`) says the turn was cut.
+    let partial = tool_calls(&[call(
         "c_partial",
         "write_file",
         json!({"path":"partial.txt","content":"x"}),
-    )]));
+    )])
+    .cut_short();
     let mock = MockModel::start_strict(vec![
         partial.into(),
         tool_calls(&[call(
@@ -213,7 +211,7 @@ async fn a_stream_that_ends_inside_a_tool_call_is_retried_and_the_partial_call_n
         text(&["done"]).into(),
     ])
     .await;
-    let mut agent = agent(settings(&mock), hub(dir.path(), vec![]).await);
+    let mut agent = agent(settings_on(&mock, wire), hub(dir.path(), vec![]).await);
     let mut ui = Capture::default();
 
     let summary = agent.run("write", &mut ui).await.unwrap();
@@ -226,31 +224,32 @@ async fn a_stream_that_ends_inside_a_tool_call_is_retried_and_the_partial_call_n
     );
     let requests = mock.requests();
     assert_eq!(requests.len(), 3);
-    assert_requests_valid(&requests);
+    assert_requests_valid_on(&requests, wire);
     assert!(
         ui.notices[0].contains("stream ended before the turn was complete"),
         "{:?}",
         ui.notices
     );
-    let calls = requests[2].messages()[2]["tool_calls"].as_array().unwrap();
+    let history = requests[2].history();
+    let calls = history[2]["tool_calls"].as_array().unwrap();
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0]["id"], "c_whole");
 }
+on_every_wire!(a_stream_that_ends_inside_a_tool_call_is_retried_and_the_partial_call_never_runs);
 
-// Chat only: the cut stream is raw chat frames.
-#[tokio::test]
-async fn a_stream_cut_on_every_attempt_ends_the_run_without_running_the_call() {
+async fn a_stream_cut_on_every_attempt_ends_the_run_without_running_the_call(wire: WireApi) {
     let dir = tempfile::tempdir().unwrap();
     let partial = || {
-        sse_without_done(&tool_call_frames(&[call(
+        tool_calls(&[call(
             "c_partial",
             "write_file",
             json!({"path":"partial.txt","content":"x"}),
-        )]))
+        )])
+        .cut_short()
         .into()
     };
     let mock = MockModel::start_strict(vec![partial(), partial(), partial()]).await;
-    let mut agent = agent(settings(&mock), hub(dir.path(), vec![]).await);
+    let mut agent = agent(settings_on(&mock, wire), hub(dir.path(), vec![]).await);
 
     let error = agent
         .run("write", &mut Capture::default())
@@ -265,9 +264,11 @@ async fn a_stream_cut_on_every_attempt_ends_the_run_without_running_the_call() {
     );
     assert!(!dir.path().join("partial.txt").exists());
     assert_eq!(mock.requests().len(), 3);
+    assert_requests_valid_on(&mock.requests(), wire);
     assert_history_valid(agent.messages());
     assert_eq!(agent.messages().last().unwrap()["role"], "user");
 }
+on_every_wire!(a_stream_cut_on_every_attempt_ends_the_run_without_running_the_call);
 
 async fn tool_call_ids_the_agent_makes_are_unique_over_a_whole_session(wire: WireApi) {
     let dir = tempfile::tempdir().unwrap();

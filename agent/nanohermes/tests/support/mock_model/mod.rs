@@ -101,6 +101,11 @@ pub struct Turn {
     /// Write the whole stream in one piece (a benchmark's instant model),
     /// not frame halves paced apart.
     pub one_piece: bool,
+    /// The connection ends before the turn does: the stream stops where
+    /// its last piece stops, without what ends a turn on its wire (chat's
+    /// finish reason, usage and `[DONE]`; `response.completed`; Anthropic's
+    /// `message_delta` and `message_stop`).
+    pub cut_short: bool,
 }
 
 /// One scripted tool call.
@@ -255,6 +260,11 @@ impl Reply {
     /// A turn reporting `figures` as its usage.
     pub fn with_usage(self, figures: Figures) -> Reply {
         self.map_turn(|turn| turn.usage = Some(figures))
+    }
+
+    /// The same turn, its stream cut before the turn's end ([`Turn::cut_short`]).
+    pub fn cut_short(self) -> Reply {
+        self.map_turn(|turn| turn.cut_short = true)
     }
 
     /// A turn stopping with `stop`.
