@@ -102,6 +102,8 @@ pub fn settings_on(mock: &MockModel, wire: WireApi) -> ModelSettings {
 /// `NAME::messages`, each on its wire (the mock renders a scripted turn in
 /// the wire of the request's path). The scenario stays an ordinary
 /// function, so rustfmt and the compiler see it as written.
+// The other test binaries share this module and run no scenario.
+#[allow(unused_macros)]
 macro_rules! on_every_wire {
     ($name:ident) => {
         mod $name {
@@ -122,6 +124,7 @@ macro_rules! on_every_wire {
         }
     };
 }
+#[allow(unused_imports)]
 pub(crate) use on_every_wire;
 
 /// An agent on the mock with `hub`, 40 iterations, allow-all.
