@@ -1,3 +1,8 @@
+//! The loop through the library API. Each scenario built from scripted
+//! turns runs on chat, responses and messages (`on_every_wire!`), its
+//! assertions on the chat-shaped history of what the model was sent
+//! (`Recorded::history`); raw chat frames stay on chat.
+
 use nanohermes_core::agent::AgentParts;
 use nanohermes_core::agent::{AgentConfig, Outcome};
 use nanohermes_core::interrupt::Interrupt;

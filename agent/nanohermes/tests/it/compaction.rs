@@ -1,6 +1,6 @@
 //! Compaction: the cut over random histories (a property test), a long
 //! scripted run past a small threshold, and the context-length error that
-//! compacts and retries once.
+//! compacts and retries once; the runs on every wire.
 
 use nanohermes_core::agent::AgentParts;
 use nanohermes_core::agent::Outcome;

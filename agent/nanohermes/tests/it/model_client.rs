@@ -1,3 +1,8 @@
+//! The model client: retries, `Retry-After`, the fallback model,
+//! non-streaming answers. A scenario of statuses and scripted turns runs
+//! on every wire (`on_every_wire!`); raw chat bodies and frames stay on
+//! chat.
+
 use std::time::Duration;
 
 use nanohermes_llm::{ChatEvent, Client, JsonList, LlmError, ModelSettings};

@@ -2,7 +2,9 @@
 //! are not one JSON object, calls cut off by `max_tokens`, streams cut
 //! short, ids the server leaves out or repeats. Each run goes against a
 //! strict mock that, like vLLM and llama.cpp, answers HTTP 500 to any
-//! history whose tool-call arguments are not one JSON object.
+//! history whose tool-call arguments are not one JSON object, and runs on
+//! every wire (the Responses and Messages mocks always check their
+//! provider's rules).
 
 use std::collections::HashSet;
 

@@ -1,6 +1,8 @@
 //! The stream as servers really send it: line ends, streams cut short,
 //! error frames, tool-call deltas without `index`. Client level: one
-//! `Client::chat` per test against the scripted model.
+//! `Client::chat` per test against the scripted model. A scenario the
+//! scripted turns can express (a stream cut before the turn's end, a line
+//! too long) runs on every wire; raw chat frames stay on chat.
 
 use nanohermes_llm::{AssistantTurn, ChatEvent, Client, JsonList, LlmError, ModelSettings};
 use serde_json::{Value, json};
