@@ -1,6 +1,6 @@
 //! Compaction: the cut over random histories (a property test), a long
 //! scripted run past a small threshold, and the context-length error that
-//! compacts and retries once.
+//! compacts and retries once; the runs on every wire.
 
 use nanohermes_core::agent::AgentParts;
 use nanohermes_core::agent::Outcome;
@@ -11,9 +11,9 @@ use nanohermes_core::history::{system_message, tool_message, user_message};
 use nanohermes_llm::Client;
 use serde_json::{Value, json};
 
-use crate::support::history::{assert_history_valid, assert_requests_valid};
-use crate::support::mock_model::{MockModel, call, status, text, tool_calls};
-use crate::support::{Capture, agent, agent_with, hub, settings};
+use crate::support::history::{assert_history_valid, assert_requests_valid_on};
+use crate::support::mock_model::{MockModel, WireApi, call, status, text, tool_calls};
+use crate::support::{Capture, agent, agent_with, hub, on_every_wire, settings_on};
 
 /// A seeded xorshift64: the same histories on every run, no new crate.
 struct XorShift(u64);
@@ -130,8 +130,7 @@ fn a_loop_that_compacts_whenever_due_keeps_a_valid_history() {
     }
 }
 
-#[tokio::test]
-async fn a_long_run_past_a_small_threshold_keeps_going_with_a_valid_history() {
+async fn a_long_run_past_a_small_threshold_keeps_going_with_a_valid_history(wire: WireApi) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("big.txt"), "x".repeat(3000)).unwrap();
     let read = |id: &'static str| tool_calls(&[call(id, "read_file", json!({"path":"big.txt"}))]);
@@ -154,7 +153,7 @@ async fn a_long_run_past_a_small_threshold_keeps_going_with_a_valid_history() {
     ])
     .await;
     let mut agent = agent_with(
-        settings(&mock),
+        settings_on(&mock, wire),
         hub(dir.path(), vec![]).await,
         AgentParts {
             compaction: CompactionConfig {
@@ -185,7 +184,7 @@ async fn a_long_run_past_a_small_threshold_keeps_going_with_a_valid_history() {
 
     let requests = mock.requests();
     assert_eq!(requests.len(), 12);
-    assert_requests_valid(&requests);
+    assert_requests_valid_on(&requests, wire);
     let summaries: Vec<usize> = (0..requests.len())
         .filter(|&i| requests[i].body.get("tools").is_none())
         .collect();
@@ -196,13 +195,14 @@ async fn a_long_run_past_a_small_threshold_keeps_going_with_a_valid_history() {
     );
     // The request after the failed summary starts with the omission note,
     // the one after a good summary with it.
-    assert_eq!(requests[7].messages()[1], user_message(OMISSION_NOTE));
+    assert_eq!(requests[7].history()[1], user_message(OMISSION_NOTE));
     assert_eq!(
-        requests[5].messages()[1],
+        requests[5].history()[1],
         user_message(&format!("{SUMMARY_HEADER}\nsummary two"))
     );
     // The summariser read what it replaced (the earlier summary included).
-    let transcript = requests[4].messages()[1]["content"].as_str().unwrap();
+    let summarised = requests[4].history();
+    let transcript = summarised[1]["content"].as_str().unwrap();
     assert!(transcript.contains("summary one"), "{transcript}");
     assert!(
         transcript.contains("[called read_file (c1)"),
@@ -211,7 +211,7 @@ async fn a_long_run_past_a_small_threshold_keeps_going_with_a_valid_history() {
     // No request's history grew past two steps' worth once compaction began.
     let largest = requests[3..]
         .iter()
-        .map(|r| compaction::history_chars(r.messages()))
+        .map(|r| compaction::history_chars(&r.history()))
         .max()
         .unwrap();
     assert!(largest < 8_000, "{largest}");
@@ -232,6 +232,7 @@ async fn a_long_run_past_a_small_threshold_keeps_going_with_a_valid_history() {
         ui.notices
     );
 }
+on_every_wire!(a_long_run_past_a_small_threshold_keeps_going_with_a_valid_history);
 
 const TOO_LONG: &str = "This model's maximum context length is 8192 tokens. However, your messages resulted in 9120 tokens";
 
@@ -246,9 +247,10 @@ fn earlier() -> Vec<Value> {
 
 fn resumed(
     mock: &MockModel,
+    wire: WireApi,
     hub: nanohermes_hub::Hub,
 ) -> nanohermes_core::agent::Agent<nanohermes_hub::Hub> {
-    let client = Client::new(settings(mock)).unwrap();
+    let client = Client::new(settings_on(mock, wire)).unwrap();
     nanohermes_core::agent::Agent::resume(
         client,
         hub,
@@ -264,8 +266,7 @@ fn resumed(
     )
 }
 
-#[tokio::test]
-async fn a_context_length_error_compacts_the_history_and_retries_once() {
+async fn a_context_length_error_compacts_the_history_and_retries_once(wire: WireApi) {
     let dir = tempfile::tempdir().unwrap();
     let mock = MockModel::start(vec![
         status(400, TOO_LONG).into(),
@@ -273,7 +274,7 @@ async fn a_context_length_error_compacts_the_history_and_retries_once() {
         text(&["done"]).into(),
     ])
     .await;
-    let mut agent = resumed(&mock, hub(dir.path(), vec![]).await);
+    let mut agent = resumed(&mock, wire, hub(dir.path(), vec![]).await);
     let mut ui = Capture::default();
 
     let summary = agent.run("the new task", &mut ui).await.unwrap();
@@ -284,13 +285,14 @@ async fn a_context_length_error_compacts_the_history_and_retries_once() {
     );
     let requests = mock.requests();
     assert_eq!(requests.len(), 3);
-    assert_requests_valid(&requests);
-    assert_eq!(requests[0].messages().len(), 6);
-    let transcript = requests[1].messages()[1]["content"].as_str().unwrap();
+    assert_requests_valid_on(&requests, wire);
+    assert_eq!(requests[0].history().len(), 6);
+    let summarised = requests[1].history();
+    let transcript = summarised[1]["content"].as_str().unwrap();
     assert!(transcript.contains("the old task"), "{transcript}");
     assert!(requests[1].body.get("tools").is_none());
     assert_eq!(
-        requests[2].messages()[1..],
+        requests[2].history()[1..],
         [
             user_message(&format!("{SUMMARY_HEADER}\nthey asked for two things")),
             json!({"role":"assistant","content":"the second answer"}),
@@ -306,9 +308,9 @@ async fn a_context_length_error_compacts_the_history_and_retries_once() {
         ui.notices
     );
 }
+on_every_wire!(a_context_length_error_compacts_the_history_and_retries_once);
 
-#[tokio::test]
-async fn a_second_context_length_error_ends_the_run_with_a_valid_history() {
+async fn a_second_context_length_error_ends_the_run_with_a_valid_history(wire: WireApi) {
     let dir = tempfile::tempdir().unwrap();
     let mock = MockModel::start(vec![
         status(400, TOO_LONG).into(),
@@ -317,34 +319,36 @@ async fn a_second_context_length_error_ends_the_run_with_a_valid_history() {
         text(&["never asked"]).into(),
     ])
     .await;
-    let mut agent = resumed(&mock, hub(dir.path(), vec![]).await);
+    let mut agent = resumed(&mock, wire, hub(dir.path(), vec![]).await);
     let mut ui = Capture::default();
 
     let error = agent.run("the new task", &mut ui).await.unwrap_err();
 
     assert!(error.is_context_length(), "{error}");
     assert_eq!(mock.requests().len(), 3, "retried once, not twice");
+    assert_requests_valid_on(&mock.requests(), wire);
     assert_history_valid(agent.messages());
 }
+on_every_wire!(a_second_context_length_error_ends_the_run_with_a_valid_history);
 
-#[tokio::test]
-async fn a_context_length_error_with_nothing_to_compact_is_the_runs_error() {
+async fn a_context_length_error_with_nothing_to_compact_is_the_runs_error(wire: WireApi) {
     let dir = tempfile::tempdir().unwrap();
     let mock = MockModel::start(vec![status(400, TOO_LONG).into(), text(&["x"]).into()]).await;
-    let mut agent = agent(settings(&mock), hub(dir.path(), vec![]).await);
+    let mut agent = agent(settings_on(&mock, wire), hub(dir.path(), vec![]).await);
     let mut ui = Capture::default();
 
     let error = agent.run("one huge task", &mut ui).await.unwrap_err();
 
     assert!(error.is_context_length(), "{error}");
     assert_eq!(mock.requests().len(), 1);
+    assert_requests_valid_on(&mock.requests(), wire);
 }
+on_every_wire!(a_context_length_error_with_nothing_to_compact_is_the_runs_error);
 
-#[tokio::test]
-async fn a_forced_compaction_keeps_the_last_messages_and_notes_a_failed_summary() {
+async fn a_forced_compaction_keeps_the_last_messages_and_notes_a_failed_summary(wire: WireApi) {
     let dir = tempfile::tempdir().unwrap();
     let mock = MockModel::start(vec![status(400, "no").into()]).await;
-    let mut agent = resumed(&mock, hub(dir.path(), vec![]).await);
+    let mut agent = resumed(&mock, wire, hub(dir.path(), vec![]).await);
 
     // Under every threshold, but forced: the last 2 stay.
     assert_eq!(agent.compact().await, 2);
@@ -363,4 +367,6 @@ async fn a_forced_compaction_keeps_the_last_messages_and_notes_a_failed_summary(
         "the note itself is compacted next"
     );
     assert_eq!(agent.compact().await, 1);
+    assert_requests_valid_on(&mock.requests(), wire);
 }
+on_every_wire!(a_forced_compaction_keeps_the_last_messages_and_notes_a_failed_summary);

@@ -14,7 +14,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::support::binary::{nanohermes, on_mock, workspace_arg};
-use crate::support::mock_model::{Hostile, MockModel, Reply, Step, text};
+use crate::support::history::assert_requests_valid_on;
+use crate::support::mock_model::{Hostile, MockModel, Reply, Step, WireApi, text};
+use crate::support::on_every_wire;
 
 /// The peak the agent may reach while refusing a hostile answer. A plain
 /// task peaks near 20 MiB (measured: see `a_plain_task_peaks_low`); the
@@ -44,6 +46,7 @@ impl Served {
             .env("OPENAI_BASE_URL", mock.base_url())
             .env("NANOHERMES_MODEL", "hostile-model")
             .env("NANOHERMES_MODE", "goal")
+            .env(KEY_VAR, "test-key")
             .env_remove("OPENAI_API_KEY")
             .env_remove("NANOHERMES_AGENT_DEPTH")
             .env_remove("NANOHERMES_LOG")
@@ -132,21 +135,46 @@ impl Served {
     }
 }
 
+/// The variable holding the key of the provider [`on_wire`] writes.
+const KEY_VAR: &str = "HOSTILE_MODEL_KEY";
+
+/// `config` (top-level keys) putting the agent on `wire`: chat as the
+/// environment says (`OPENAI_BASE_URL`); the other wires through a
+/// provider of the user's config at the mock.
+fn on_wire(mock: &MockModel, wire: WireApi, config: &str) -> String {
+    if wire == WireApi::Chat {
+        return config.to_owned();
+    }
+    format!(
+        "{config}model_provider = \"mock\"\n\n[model_providers.mock]\nbase_url = {:?}\nwire_api = \"{}\"\nenv_key = \"{KEY_VAR}\"\n",
+        mock.base_url(),
+        wire.as_str()
+    )
+}
+
 async fn hostile(steps: Vec<Step>, config: &str) -> (MockModel, Served) {
+    hostile_on(WireApi::Chat, steps, config).await
+}
+
+/// The mock serving `steps`, and the agent on it on `wire`.
+async fn hostile_on(wire: WireApi, steps: Vec<Step>, config: &str) -> (MockModel, Served) {
     let mock = MockModel::start(steps).await;
-    let served = Served::start(&mock, config).await;
+    let served = Served::start(&mock, &on_wire(&mock, wire, config)).await;
     (mock, served)
 }
 
-#[tokio::test]
-async fn a_plain_task_peaks_low() {
-    let (_mock, mut served) = hostile(vec![text(&["fine"]).into()], "").await;
+async fn a_plain_task_peaks_low(wire: WireApi) {
+    let (mock, mut served) = hostile_on(wire, vec![text(&["fine"]).into()], "").await;
     assert_eq!(served.run_task(2, "say fine").await, "fine");
     let peak = served.peak_kib();
-    eprintln!("plain task: VmHWM {peak} KiB");
+    eprintln!("plain task on {}: VmHWM {peak} KiB", wire.as_str());
     assert!(peak < PEAK_LIMIT_KIB, "{peak} KiB");
+    assert_requests_valid_on(&mock.requests(), wire);
 }
+on_every_wire!(a_plain_task_peaks_low);
 
+// Chat only: the hostile body is a chat completion, and the 16 MiB cap
+// is the client's, before any wire reads it.
 #[tokio::test]
 async fn a_gigabyte_body_is_refused_at_16_mib_with_bounded_memory() {
     let (mock, mut served) = hostile(
@@ -170,6 +198,8 @@ async fn a_gigabyte_body_is_refused_at_16_mib_with_bounded_memory() {
     assert_eq!(mock.requests().len(), 1);
 }
 
+// Chat only: the dense body is a chat completion; the value cap is the
+// client's, before any wire reads it.
 #[tokio::test]
 async fn a_body_just_under_the_cap_but_dense_with_json_values_is_refused_with_bounded_memory() {
     // 16 MiB of `,0`: eight million values, each a tree node of 32 bytes
@@ -196,9 +226,9 @@ async fn a_body_just_under_the_cap_but_dense_with_json_values_is_refused_with_bo
     assert_eq!(mock.requests().len(), 1);
 }
 
-#[tokio::test]
-async fn half_a_gigabyte_of_arguments_is_refused_without_running_the_call() {
-    let (mock, mut served) = hostile(
+async fn half_a_gigabyte_of_arguments_is_refused_without_running_the_call(wire: WireApi) {
+    let (mock, mut served) = hostile_on(
+        wire,
         vec![
             Reply::Hostile(Hostile::HugeArguments { bytes: 512 << 20 }).into(),
             text(&["done"]).into(),
@@ -210,7 +240,8 @@ async fn half_a_gigabyte_of_arguments_is_refused_without_running_the_call() {
     let text = served.run_task(2, "write it").await;
     let peak = served.peak_kib();
     eprintln!(
-        "512 MiB of arguments: VmHWM {peak} KiB, {} ms",
+        "512 MiB of arguments on {}: VmHWM {peak} KiB, {} ms",
+        wire.as_str(),
         started.elapsed().as_millis()
     );
     assert_eq!(text, "done");
@@ -218,7 +249,8 @@ async fn half_a_gigabyte_of_arguments_is_refused_without_running_the_call() {
     assert!(!served.workspace().join("hostile.txt").exists());
     let requests = mock.requests();
     assert_eq!(requests.len(), 2);
-    let messages = requests[1].messages();
+    assert_requests_valid_on(&requests, wire);
+    let messages = requests[1].history();
     let call = &messages[messages.len() - 2];
     assert_eq!(call["tool_calls"][0]["function"]["arguments"], "{}");
     let result = messages.last().unwrap()["content"].as_str().unwrap();
@@ -229,7 +261,10 @@ async fn half_a_gigabyte_of_arguments_is_refused_without_running_the_call() {
     );
     assert!(result.len() < 20_000, "the result quotes a clamped prefix");
 }
+on_every_wire!(half_a_gigabyte_of_arguments_is_refused_without_running_the_call);
 
+// Chat only: the trickled frame is a chat chunk; the idle timeout is the
+// client's, whatever the wire.
 #[tokio::test]
 async fn a_stream_trickled_a_byte_at_a_time_times_out_and_is_retried() {
     let trickle = || {
@@ -255,6 +290,8 @@ async fn a_stream_trickled_a_byte_at_a_time_times_out_and_is_retried() {
     assert!(served.peak_kib() < PEAK_LIMIT_KIB);
 }
 
+// Chat only: the hint names OPENAI_BASE_URL, the chat default's variable
+// (a provider's base_url is written in its config).
 #[tokio::test]
 async fn a_base_url_without_v1_is_reported_as_a_404_of_the_endpoint_not_a_missing_model() {
     let mock = MockModel::start(vec![
@@ -284,6 +321,9 @@ async fn a_base_url_without_v1_is_reported_as_a_404_of_the_endpoint_not_a_missin
     assert!(!run.stderr.contains("does not exist"), "{}", run.stderr);
 }
 
+// Chat only: `nanohermes run` on the environment's chat endpoint; the
+// page is read before any wire is (model_client.rs covers statuses on
+// every wire).
 #[tokio::test]
 async fn an_html_error_page_shows_its_text_not_its_doctype() {
     let page = "<!DOCTYPE HTML PUBLIC \"-//IETF//DTD HTML 2.0//EN\">\n<html><head>\n<title>503 Service Unavailable</title>\n</head><body>\n<h1>Service Unavailable</h1>\n<p>The server is temporarily unable to service your request due to maintenance downtime.</p>\n</body></html>\n";

@@ -1,11 +1,16 @@
+//! The model client: retries, `Retry-After`, the fallback model,
+//! non-streaming answers. A scenario of statuses and scripted turns runs
+//! on every wire (`on_every_wire!`); raw chat bodies and frames stay on
+//! chat.
+
 use std::time::Duration;
 
 use nanohermes_llm::{ChatEvent, Client, JsonList, LlmError, ModelSettings};
 use serde_json::{Value, json};
 
-use crate::support::history::assert_requests_valid;
-use crate::support::mock_model::{MockModel, Reply, call, sse, status, text, tool_calls};
-use crate::support::settings;
+use crate::support::history::{assert_requests_valid, assert_requests_valid_on};
+use crate::support::mock_model::{MockModel, Reply, WireApi, call, sse, status, text, tool_calls};
+use crate::support::{on_every_wire, settings, settings_on};
 
 fn history() -> Vec<Value> {
     vec![
@@ -37,8 +42,7 @@ async fn chat(settings: ModelSettings) -> (Result<nanohermes_llm::AssistantTurn,
     (result, seen)
 }
 
-#[tokio::test]
-async fn a_429_is_retried_after_the_servers_retry_after() {
+async fn a_429_is_retried_after_the_servers_retry_after(wire: WireApi) {
     let mock = MockModel::start(vec![
         Reply::Status {
             code: 429,
@@ -50,21 +54,21 @@ async fn a_429_is_retried_after_the_servers_retry_after() {
     ])
     .await;
 
-    let (result, seen) = chat(settings(&mock)).await;
+    let (result, seen) = chat(settings_on(&mock, wire)).await;
 
     assert_eq!(result.unwrap().content, "fine now");
     assert_eq!(seen.retries, [(1, Duration::from_secs(1))]);
     let requests = mock.requests();
     assert_eq!(requests.len(), 2);
-    assert_requests_valid(&requests);
+    assert_requests_valid_on(&requests, wire);
     assert!(
         requests[1].at - requests[0].at >= Duration::from_millis(950),
         "Retry-After was not honoured"
     );
 }
+on_every_wire!(a_429_is_retried_after_the_servers_retry_after);
 
-#[tokio::test]
-async fn three_server_errors_then_the_fallback_model_answers_once() {
+async fn three_server_errors_then_the_fallback_model_answers_once(wire: WireApi) {
     let mock = MockModel::start(vec![
         status(500, "boom").into(),
         status(502, "bad gateway").into(),
@@ -72,7 +76,7 @@ async fn three_server_errors_then_the_fallback_model_answers_once() {
         text(&["from the fallback"]).into(),
     ])
     .await;
-    let mut settings = settings(&mock);
+    let mut settings = settings_on(&mock, wire);
     settings.fallback_model = Some("small-model".into());
 
     let (result, seen) = chat(settings).await;
@@ -99,11 +103,11 @@ async fn three_server_errors_then_the_fallback_model_answers_once() {
         models,
         ["main-model", "main-model", "main-model", "small-model"]
     );
-    assert_requests_valid(&mock.requests());
+    assert_requests_valid_on(&mock.requests(), wire);
 }
+on_every_wire!(three_server_errors_then_the_fallback_model_answers_once);
 
-#[tokio::test]
-async fn the_fallback_model_gets_one_try_only() {
+async fn the_fallback_model_gets_one_try_only(wire: WireApi) {
     let mock = MockModel::start(vec![
         status(500, "a").into(),
         status(500, "b").into(),
@@ -112,7 +116,7 @@ async fn the_fallback_model_gets_one_try_only() {
         text(&["never"]).into(),
     ])
     .await;
-    let mut settings = settings(&mock);
+    let mut settings = settings_on(&mock, wire);
     settings.fallback_model = Some("small-model".into());
 
     let (result, _) = chat(settings).await;
@@ -125,11 +129,11 @@ async fn the_fallback_model_gets_one_try_only() {
         )
     );
     assert_eq!(mock.requests().len(), 4);
-    assert_requests_valid(&mock.requests());
+    assert_requests_valid_on(&mock.requests(), wire);
 }
+on_every_wire!(the_fallback_model_gets_one_try_only);
 
-#[tokio::test]
-async fn without_a_fallback_the_last_retryable_error_is_returned() {
+async fn without_a_fallback_the_last_retryable_error_is_returned(wire: WireApi) {
     let mock = MockModel::start(vec![
         status(500, "a").into(),
         status(500, "b").into(),
@@ -137,7 +141,7 @@ async fn without_a_fallback_the_last_retryable_error_is_returned() {
     ])
     .await;
 
-    let (result, seen) = chat(settings(&mock)).await;
+    let (result, seen) = chat(settings_on(&mock, wire)).await;
 
     assert!(
         result
@@ -147,17 +151,17 @@ async fn without_a_fallback_the_last_retryable_error_is_returned() {
     );
     assert_eq!(seen.retries.len(), 2);
     assert_eq!(mock.requests().len(), 3);
-    assert_requests_valid(&mock.requests());
+    assert_requests_valid_on(&mock.requests(), wire);
 }
+on_every_wire!(without_a_fallback_the_last_retryable_error_is_returned);
 
-#[tokio::test]
-async fn client_errors_are_not_retried() {
+async fn client_errors_are_not_retried(wire: WireApi) {
     let mock = MockModel::start(vec![
         status(400, "'messages' is required").into(),
         text(&["no"]).into(),
     ])
     .await;
-    let mut settings = settings(&mock);
+    let mut settings = settings_on(&mock, wire);
     settings.fallback_model = Some("small-model".into());
 
     let (result, seen) = chat(settings).await;
@@ -170,20 +174,23 @@ async fn client_errors_are_not_retried() {
     );
     assert!(seen.retries.is_empty() && seen.fallbacks.is_empty());
     assert_eq!(mock.requests().len(), 1);
-    assert_requests_valid(&mock.requests());
+    assert_requests_valid_on(&mock.requests(), wire);
 }
+on_every_wire!(client_errors_are_not_retried);
 
-#[tokio::test]
-async fn a_dropped_connection_is_retried() {
+async fn a_dropped_connection_is_retried(wire: WireApi) {
     let mock = MockModel::start(vec![Reply::Drop.into(), text(&["after the drop"]).into()]).await;
 
-    let (result, seen) = chat(settings(&mock)).await;
+    let (result, seen) = chat(settings_on(&mock, wire)).await;
 
     assert_eq!(result.unwrap().content, "after the drop");
     assert_eq!(seen.retries.len(), 1);
-    assert_requests_valid(&mock.requests());
+    assert_requests_valid_on(&mock.requests(), wire);
 }
+on_every_wire!(a_dropped_connection_is_retried);
 
+// Chat only: the failure is a chat error frame written raw
+// mid-stream; the other wires fail with their own events (wires.rs, stream.rs).
 #[tokio::test]
 async fn a_stream_that_fails_after_partial_text_is_retried_without_showing_text_twice() {
     let broken = sse(&[
@@ -201,6 +208,7 @@ async fn a_stream_that_fails_after_partial_text_is_retried_without_showing_text_
     assert_requests_valid(&mock.requests());
 }
 
+// Chat only: a raw chat error frame.
 #[tokio::test]
 async fn an_error_frame_with_a_non_retryable_code_fails_at_once() {
     let broken = sse(&[json!({"error":{"code":400,"message":"context too long"}})]);
@@ -216,6 +224,7 @@ async fn an_error_frame_with_a_non_retryable_code_fails_at_once() {
     assert_requests_valid(&mock.requests());
 }
 
+// Chat only: the whole response is a chat completion body written raw.
 #[tokio::test]
 async fn the_non_streaming_path_reads_whole_responses() {
     let mock = MockModel::start(vec![
@@ -242,6 +251,7 @@ async fn the_non_streaming_path_reads_whole_responses() {
     assert_requests_valid(&mock.requests());
 }
 
+// Chat only: the answer is a chat completion body written raw.
 #[tokio::test]
 async fn a_json_answer_to_a_stream_request_is_read_whole() {
     let mock = MockModel::start(vec![
@@ -256,8 +266,7 @@ async fn a_json_answer_to_a_stream_request_is_read_whole() {
     assert_requests_valid(&mock.requests());
 }
 
-#[tokio::test]
-async fn parallel_tool_call_deltas_are_kept_apart_by_index() {
+async fn parallel_tool_call_deltas_are_kept_apart_by_index(wire: WireApi) {
     let mock = MockModel::start(vec![
         tool_calls(&[
             call("a", "read_file", json!({"path":"a.rs"})),
@@ -267,7 +276,7 @@ async fn parallel_tool_call_deltas_are_kept_apart_by_index() {
     ])
     .await;
 
-    let (result, _) = chat(settings(&mock)).await;
+    let (result, _) = chat(settings_on(&mock, wire)).await;
 
     let calls = result.unwrap().tool_calls;
     let got: Vec<_> = calls
@@ -278,5 +287,6 @@ async fn parallel_tool_call_deltas_are_kept_apart_by_index() {
         got,
         [("a", r#"{"path":"a.rs"}"#), ("b", r#"{"path":"b.rs"}"#)]
     );
-    assert_requests_valid(&mock.requests());
+    assert_requests_valid_on(&mock.requests(), wire);
 }
+on_every_wire!(parallel_tool_call_deltas_are_kept_apart_by_index);

@@ -2,19 +2,20 @@
 //! are not one JSON object, calls cut off by `max_tokens`, streams cut
 //! short, ids the server leaves out or repeats. Each run goes against a
 //! strict mock that, like vLLM and llama.cpp, answers HTTP 500 to any
-//! history whose tool-call arguments are not one JSON object.
+//! history whose tool-call arguments are not one JSON object, and runs on
+//! every wire (the Responses and Messages mocks always check their
+//! provider's rules).
 
 use std::collections::HashSet;
 
 use nanohermes_core::agent::Outcome;
 use serde_json::{Value, json};
 
-use crate::support::history::{assert_history_valid, assert_requests_valid};
+use crate::support::history::{assert_history_valid, assert_requests_valid_on};
 use crate::support::mock_model::{
-    MockModel, call, call_raw, sse_without_done, text, tool_call_frames, tool_calls,
-    tool_calls_cut_off,
+    MockModel, WireApi, call, call_raw, text, tool_calls, tool_calls_cut_off,
 };
-use crate::support::{Capture, agent, hub, settings, tool_result};
+use crate::support::{Capture, agent, hub, on_every_wire, settings_on, tool_result};
 
 /// The `arguments` the history records for the call `id`.
 fn recorded<'a>(messages: &'a [Value], id: &str) -> &'a str {
@@ -27,9 +28,9 @@ fn recorded<'a>(messages: &'a [Value], id: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no call {id}"))
 }
 
-#[tokio::test]
-async fn arguments_that_are_not_one_json_object_are_recorded_as_braces_and_quoted_only_in_the_error()
- {
+async fn arguments_that_are_not_one_json_object_are_recorded_as_braces_and_quoted_only_in_the_error(
+    wire: WireApi,
+) {
     let dir = tempfile::tempdir().unwrap();
     let bad = [
         (
@@ -77,7 +78,7 @@ async fn arguments_that_are_not_one_json_object_are_recorded_as_braces_and_quote
         text(&["I will resend valid JSON"]).into(),
     ])
     .await;
-    let mut agent = agent(settings(&mock), hub(dir.path(), vec![]).await);
+    let mut agent = agent(settings_on(&mock, wire), hub(dir.path(), vec![]).await);
 
     let summary = agent.run("go", &mut Capture::default()).await.unwrap();
 
@@ -88,9 +89,10 @@ async fn arguments_that_are_not_one_json_object_are_recorded_as_braces_and_quote
         2,
         "the strict server accepted the second request"
     );
-    assert_requests_valid(&requests);
+    assert_requests_valid_on(&requests, wire);
     assert_history_valid(agent.messages());
-    let messages = requests[1].messages();
+    let history = requests[1].history();
+    let messages = &history;
     for (id, name, raw, reason) in bad {
         assert_eq!(recorded(messages, id), "{}", "{id}");
         let result = tool_result(messages, id);
@@ -116,12 +118,16 @@ async fn arguments_that_are_not_one_json_object_are_recorded_as_braces_and_quote
     );
     assert!(!dir.path().join("t.txt").exists());
 }
+on_every_wire!(
+    arguments_that_are_not_one_json_object_are_recorded_as_braces_and_quoted_only_in_the_error
+);
 
 /// A `write_file` call's argument text where the token budget ran out.
 const CUT: &str = r#"{"path":"big.txt","content":"line 1\nline 2"#;
 
-#[tokio::test]
-async fn a_call_cut_off_at_max_tokens_is_not_run_and_the_model_is_told_to_write_smaller_parts() {
+async fn a_call_cut_off_at_max_tokens_is_not_run_and_the_model_is_told_to_write_smaller_parts(
+    wire: WireApi,
+) {
     let dir = tempfile::tempdir().unwrap();
     let mock = MockModel::start_strict(vec![
         // The budget ran out in the second call's argument text.
@@ -145,7 +151,7 @@ async fn a_call_cut_off_at_max_tokens_is_not_run_and_the_model_is_told_to_write_
         text(&["I will write it in parts"]).into(),
     ])
     .await;
-    let mut agent = agent(settings(&mock), hub(dir.path(), vec![]).await);
+    let mut agent = agent(settings_on(&mock, wire), hub(dir.path(), vec![]).await);
 
     let summary = agent
         .run("write big.txt", &mut Capture::default())
@@ -155,12 +161,13 @@ async fn a_call_cut_off_at_max_tokens_is_not_run_and_the_model_is_told_to_write_
     assert_eq!(summary.outcome, Outcome::Done);
     let requests = mock.requests();
     assert_eq!(requests.len(), 3);
-    assert_requests_valid(&requests);
+    assert_requests_valid_on(&requests, wire);
     assert_history_valid(agent.messages());
     assert!(dir.path().join("first.txt").exists(), "a whole call runs");
     assert!(!dir.path().join("big.txt").exists());
     assert!(!dir.path().join("cut.txt").exists());
-    let messages = requests[2].messages();
+    let history = requests[2].history();
+    let messages = &history;
     assert_eq!(recorded(messages, "c_cut"), "{}");
     let expected = [
         ("c_cut", CUT.len()),
@@ -178,17 +185,23 @@ async fn a_call_cut_off_at_max_tokens_is_not_run_and_the_model_is_told_to_write_
         );
     }
 }
+on_every_wire!(
+    a_call_cut_off_at_max_tokens_is_not_run_and_the_model_is_told_to_write_smaller_parts
+);
 
-#[tokio::test]
-async fn a_stream_that_ends_inside_a_tool_call_is_retried_and_the_partial_call_never_runs() {
+async fn a_stream_that_ends_inside_a_tool_call_is_retried_and_the_partial_call_never_runs(
+    wire: WireApi,
+) {
     let dir = tempfile::tempdir().unwrap();
-    // The partial call's text even parses: only the missing finish reason
-    // and [DONE] say the turn was cut.
-    let partial = sse_without_done(&tool_call_frames(&[call(
+    // The partial call's text even parses: only the missing end of the
+    // turn (chat's finish reason and [DONE], `response.completed`,
+    // Anthropic's `message_stop`) says the turn was cut.
+    let partial = tool_calls(&[call(
         "c_partial",
         "write_file",
         json!({"path":"partial.txt","content":"x"}),
-    )]));
+    )])
+    .cut_short();
     let mock = MockModel::start_strict(vec![
         partial.into(),
         tool_calls(&[call(
@@ -200,7 +213,7 @@ async fn a_stream_that_ends_inside_a_tool_call_is_retried_and_the_partial_call_n
         text(&["done"]).into(),
     ])
     .await;
-    let mut agent = agent(settings(&mock), hub(dir.path(), vec![]).await);
+    let mut agent = agent(settings_on(&mock, wire), hub(dir.path(), vec![]).await);
     let mut ui = Capture::default();
 
     let summary = agent.run("write", &mut ui).await.unwrap();
@@ -213,30 +226,32 @@ async fn a_stream_that_ends_inside_a_tool_call_is_retried_and_the_partial_call_n
     );
     let requests = mock.requests();
     assert_eq!(requests.len(), 3);
-    assert_requests_valid(&requests);
+    assert_requests_valid_on(&requests, wire);
     assert!(
         ui.notices[0].contains("stream ended before the turn was complete"),
         "{:?}",
         ui.notices
     );
-    let calls = requests[2].messages()[2]["tool_calls"].as_array().unwrap();
+    let history = requests[2].history();
+    let calls = history[2]["tool_calls"].as_array().unwrap();
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0]["id"], "c_whole");
 }
+on_every_wire!(a_stream_that_ends_inside_a_tool_call_is_retried_and_the_partial_call_never_runs);
 
-#[tokio::test]
-async fn a_stream_cut_on_every_attempt_ends_the_run_without_running_the_call() {
+async fn a_stream_cut_on_every_attempt_ends_the_run_without_running_the_call(wire: WireApi) {
     let dir = tempfile::tempdir().unwrap();
     let partial = || {
-        sse_without_done(&tool_call_frames(&[call(
+        tool_calls(&[call(
             "c_partial",
             "write_file",
             json!({"path":"partial.txt","content":"x"}),
-        )]))
+        )])
+        .cut_short()
         .into()
     };
     let mock = MockModel::start_strict(vec![partial(), partial(), partial()]).await;
-    let mut agent = agent(settings(&mock), hub(dir.path(), vec![]).await);
+    let mut agent = agent(settings_on(&mock, wire), hub(dir.path(), vec![]).await);
 
     let error = agent
         .run("write", &mut Capture::default())
@@ -251,12 +266,13 @@ async fn a_stream_cut_on_every_attempt_ends_the_run_without_running_the_call() {
     );
     assert!(!dir.path().join("partial.txt").exists());
     assert_eq!(mock.requests().len(), 3);
+    assert_requests_valid_on(&mock.requests(), wire);
     assert_history_valid(agent.messages());
     assert_eq!(agent.messages().last().unwrap()["role"], "user");
 }
+on_every_wire!(a_stream_cut_on_every_attempt_ends_the_run_without_running_the_call);
 
-#[tokio::test]
-async fn tool_call_ids_the_agent_makes_are_unique_over_a_whole_session() {
+async fn tool_call_ids_the_agent_makes_are_unique_over_a_whole_session(wire: WireApi) {
     let dir = tempfile::tempdir().unwrap();
     let list = |id| call(id, "list_dir", json!({}));
     let mock = MockModel::start_strict(vec![
@@ -271,14 +287,14 @@ async fn tool_call_ids_the_agent_makes_are_unique_over_a_whole_session() {
         text(&["second task done"]).into(),
     ])
     .await;
-    let mut agent = agent(settings(&mock), hub(dir.path(), vec![]).await);
+    let mut agent = agent(settings_on(&mock, wire), hub(dir.path(), vec![]).await);
 
     agent.run("first", &mut Capture::default()).await.unwrap();
     agent.run("second", &mut Capture::default()).await.unwrap();
 
     let requests = mock.requests();
     assert_eq!(requests.len(), 6);
-    assert_requests_valid(&requests);
+    assert_requests_valid_on(&requests, wire);
     assert_history_valid(agent.messages());
     let ids: Vec<&str> = agent
         .messages()
@@ -297,3 +313,4 @@ async fn tool_call_ids_the_agent_makes_are_unique_over_a_whole_session() {
         );
     }
 }
+on_every_wire!(tool_call_ids_the_agent_makes_are_unique_over_a_whole_session);

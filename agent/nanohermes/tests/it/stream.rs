@@ -1,15 +1,17 @@
 //! The stream as servers really send it: line ends, streams cut short,
 //! error frames, tool-call deltas without `index`. Client level: one
-//! `Client::chat` per test against the scripted model.
+//! `Client::chat` per test against the scripted model. A scenario the
+//! scripted turns can express (a stream cut before the turn's end, a line
+//! too long) runs on every wire; raw chat frames stay on chat.
 
 use nanohermes_llm::{AssistantTurn, ChatEvent, Client, JsonList, LlmError, ModelSettings};
 use serde_json::{Value, json};
 
-use crate::support::history::assert_requests_valid;
+use crate::support::history::assert_requests_valid_on;
 use crate::support::mock_model::{
-    MockModel, Reply, call, chunk, sse, sse_without_done, text, tool_call_frames, usage_frame,
+    MockModel, Reply, WireApi, call, chunk, sse, sse_without_done, text, tool_calls, usage_frame,
 };
-use crate::support::settings;
+use crate::support::{on_every_wire, settings, settings_on};
 
 fn history() -> Vec<Value> {
     vec![
@@ -33,15 +35,19 @@ async fn chat(settings: ModelSettings) -> (Result<AssistantTurn, LlmError>, Stri
     (result, shown, retries)
 }
 
-#[tokio::test]
-async fn a_stream_cut_inside_a_tool_call_is_retried_and_the_partial_turn_never_returned() {
-    // A whole-looking call (its JSON even parses) but neither a finish
-    // reason nor [DONE]: the connection was cut before the turn ended.
-    let cut = sse_without_done(&tool_call_frames(&[call(
+async fn a_stream_cut_inside_a_tool_call_is_retried_and_the_partial_turn_never_returned(
+    wire: WireApi,
+) {
+    // A whole-looking call (its JSON even parses) but not the end of the
+    // turn (chat: neither a finish reason nor [DONE]; responses: no
+    // `response.completed`; messages: no `message_delta` nor
+    // `message_stop`): the connection was cut before the turn ended.
+    let cut = tool_calls(&[call(
         "call_partial",
         "write_file",
         json!({"path":"a.txt","content":"x"}),
-    )]));
+    )])
+    .cut_short();
     let mock = MockModel::start(vec![
         cut.into(),
         Reply::Sse(vec![]).into(),
@@ -49,7 +55,7 @@ async fn a_stream_cut_inside_a_tool_call_is_retried_and_the_partial_turn_never_r
     ])
     .await;
 
-    let (result, shown, retries) = chat(settings(&mock)).await;
+    let (result, shown, retries) = chat(settings_on(&mock, wire)).await;
 
     let turn = result.unwrap();
     assert_eq!(turn.content, "whole");
@@ -67,21 +73,25 @@ async fn a_stream_cut_inside_a_tool_call_is_retried_and_the_partial_turn_never_r
         );
     }
     assert_eq!(mock.requests().len(), 3);
-    assert_requests_valid(&mock.requests());
+    assert_requests_valid_on(&mock.requests(), wire);
 }
+on_every_wire!(a_stream_cut_inside_a_tool_call_is_retried_and_the_partial_turn_never_returned);
 
-#[tokio::test]
-async fn a_stream_cut_on_every_attempt_is_an_error_not_a_turn() {
-    let cut = || sse_without_done(&[chunk(json!({"content":"Hel"}), None)]).into();
+async fn a_stream_cut_on_every_attempt_is_an_error_not_a_turn(wire: WireApi) {
+    let cut = || text(&["Hel"]).cut_short().into();
     let mock = MockModel::start(vec![cut(), cut(), cut()]).await;
 
-    let (result, _, retries) = chat(settings(&mock)).await;
+    let (result, _, retries) = chat(settings_on(&mock, wire)).await;
 
     assert_eq!(result.unwrap_err(), LlmError::Incomplete);
     assert_eq!(retries.len(), 2);
     assert_eq!(mock.requests().len(), 3);
+    assert_requests_valid_on(&mock.requests(), wire);
 }
+on_every_wire!(a_stream_cut_on_every_attempt_is_an_error_not_a_turn);
 
+// Chat only: `[DONE]` and a finish reason are chat's own ends of a
+// stream (the other wires' ends are in wires.rs and the wire unit tests).
 #[tokio::test]
 async fn eof_after_a_finish_reason_without_done_is_a_whole_turn() {
     let mock = MockModel::start(vec![
@@ -104,6 +114,8 @@ async fn eof_after_a_finish_reason_without_done_is_a_whole_turn() {
     assert!(retries.is_empty());
 }
 
+// Chat only: raw chat error frames (the other wires' error events
+// are read by their own unit tests).
 #[tokio::test]
 async fn mid_stream_error_frames_are_retried_by_their_meaning_whatever_their_code() {
     let frames = [
@@ -132,6 +144,7 @@ async fn mid_stream_error_frames_are_retried_by_their_meaning_whatever_their_cod
     }
 }
 
+// Chat only: raw chat error frames.
 #[tokio::test]
 async fn refused_error_frames_fail_at_once_with_a_clear_error() {
     let frames = [
@@ -160,6 +173,7 @@ async fn refused_error_frames_fail_at_once_with_a_clear_error() {
     }
 }
 
+// Chat only: the frames are raw chat chunks with CR line ends.
 #[tokio::test]
 async fn cr_and_crlf_line_ends_decode_like_lf_even_split_between_reads() {
     let frame = |content: &str| format!("data: {}", chunk(json!({"content":content}), None));
@@ -179,13 +193,12 @@ async fn cr_and_crlf_line_ends_decode_like_lf_even_split_between_reads() {
     assert!(retries.is_empty());
 }
 
-#[tokio::test]
-async fn megabytes_without_a_line_break_fail_with_a_clear_error() {
+async fn megabytes_without_a_line_break_fail_with_a_clear_error(wire: WireApi) {
     let mut pieces = vec![b"data: {\"choices\":[{\"delta\":{\"content\":\"".to_vec()];
     pieces.extend(std::iter::repeat_n(vec![b'x'; 256 * 1024], 20));
     let mock = MockModel::start(vec![Reply::Sse(pieces).into(), text(&["no"]).into()]).await;
 
-    let (result, _, retries) = chat(settings(&mock)).await;
+    let (result, _, retries) = chat(settings_on(&mock, wire)).await;
 
     let error = result.unwrap_err().to_string();
     assert!(
@@ -194,8 +207,11 @@ async fn megabytes_without_a_line_break_fail_with_a_clear_error() {
     );
     assert!(error.contains("without a line break"), "{error}");
     assert!(retries.is_empty());
+    assert_requests_valid_on(&mock.requests(), wire);
 }
+on_every_wire!(megabytes_without_a_line_break_fail_with_a_clear_error);
 
+// Chat only: `index` is a field of chat's tool-call deltas.
 #[tokio::test]
 async fn tool_call_deltas_without_index_are_told_apart_by_id() {
     let delta = |call: Value| chunk(json!({"tool_calls":[call]}), None);
@@ -227,6 +243,7 @@ async fn tool_call_deltas_without_index_are_told_apart_by_id() {
     );
 }
 
+// Chat only: the whole response is a chat completion body.
 #[tokio::test]
 async fn the_finish_reason_of_a_whole_response_is_kept() {
     let mock = MockModel::start(vec![
@@ -246,6 +263,7 @@ async fn the_finish_reason_of_a_whole_response_is_kept() {
     assert!(turn.is_cut_off(0));
 }
 
+// Chat only: the paced frames are raw chat chunks.
 #[tokio::test]
 async fn the_idle_timeout_is_restarted_by_events_not_by_keep_alives() {
     use std::time::{Duration, Instant};

@@ -195,6 +195,22 @@ pub fn assert_wire_requests_valid(requests: &[Recorded], wire: WireApi) {
     }
 }
 
+/// Every check a request sent on `wire` must pass: the wire's own
+/// ([`assert_wire_requests_valid`]), then the history invariant on what
+/// the model was sent, in the transcript's shape ([`Recorded::history`]);
+/// on chat also the body's fields ([`assert_requests_valid`]).
+pub fn assert_requests_valid_on(requests: &[Recorded], wire: WireApi) {
+    assert_wire_requests_valid(requests, wire);
+    match wire {
+        WireApi::Chat => assert_requests_valid(requests),
+        _ => {
+            for request in requests {
+                assert_history_valid(&request.history());
+            }
+        }
+    }
+}
+
 /// Responses input: each call answered once, after it; no stray output.
 fn assert_input_valid(input: &[Value], number: usize) {
     let mut calls = HashSet::new();

@@ -16,7 +16,7 @@ use nanohermes_config::{BuiltinName, Origin, ServerSpec, StdioSpec, Transport};
 use nanohermes_core::agent::{Agent, AgentConfig};
 use nanohermes_core::events::{RunEvents, tool_line};
 use nanohermes_hub::{Hub, HubConfig};
-use nanohermes_llm::{Client, ModelSettings, RetryPolicy, ToolCall};
+use nanohermes_llm::{Client, ModelSettings, RetryPolicy, ToolCall, WireApi};
 
 use mock_model::MockModel;
 
@@ -86,6 +86,46 @@ pub fn settings(mock: &MockModel) -> ModelSettings {
     };
     settings
 }
+
+/// [`settings`] on `wire`: the mock answers each wire at its own path.
+/// Thinking stays off, as the mock's default [`mock_model::Options`]
+/// expect (a Responses model without reasoning refuses the
+/// `include` that thinking asks for).
+pub fn settings_on(mock: &MockModel, wire: WireApi) -> ModelSettings {
+    let mut settings = settings(mock);
+    settings.wire = wire;
+    settings
+}
+
+/// Runs the scenario `async fn NAME(wire: WireApi)` written before it as
+/// three `#[tokio::test]`s, `NAME::chat`, `NAME::responses` and
+/// `NAME::messages`, each on its wire (the mock renders a scripted turn in
+/// the wire of the request's path). The scenario stays an ordinary
+/// function, so rustfmt and the compiler see it as written.
+// The other test binaries share this module and run no scenario.
+#[allow(unused_macros)]
+macro_rules! on_every_wire {
+    ($name:ident) => {
+        mod $name {
+            #[tokio::test]
+            async fn chat() {
+                super::$name($crate::support::mock_model::WireApi::Chat).await;
+            }
+
+            #[tokio::test]
+            async fn responses() {
+                super::$name($crate::support::mock_model::WireApi::Responses).await;
+            }
+
+            #[tokio::test]
+            async fn messages() {
+                super::$name($crate::support::mock_model::WireApi::Messages).await;
+            }
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use on_every_wire;
 
 /// An agent on the mock with `hub`, 40 iterations, allow-all.
 pub fn agent(settings: ModelSettings, hub: Hub) -> Agent<Hub> {

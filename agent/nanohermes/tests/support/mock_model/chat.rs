@@ -7,7 +7,10 @@
 
 use serde_json::{Value, json};
 
-use super::{Figures, Issued, RenderContext, ScriptedCall, Stop, Turn, chunk, sse, usage_frame};
+use super::{
+    Figures, Issued, RenderContext, ScriptedCall, Stop, Turn, chunk, sse, sse_without_done,
+    usage_frame,
+};
 
 /// The stream's pieces, and the thought handed out with each call.
 pub fn render(turn: &Turn, context: &RenderContext) -> (Vec<Vec<u8>>, Vec<(String, Issued)>) {
@@ -28,6 +31,12 @@ pub fn render(turn: &Turn, context: &RenderContext) -> (Vec<Vec<u8>>, Vec<(Strin
             .map(|piece| chunk(json!({key:piece}), None)),
     );
     frames.extend(call_frames(&turn.calls));
+    if turn.cut_short {
+        let super::Reply::Sse(pieces) = sse_without_done(&frames) else {
+            unreachable!()
+        };
+        return (pieces, issued(turn));
+    }
     let finish = if turn.cut_off {
         "length"
     } else if turn.calls.is_empty() {
@@ -40,17 +49,20 @@ pub fn render(turn: &Turn, context: &RenderContext) -> (Vec<Vec<u8>>, Vec<(Strin
     let super::Reply::Sse(pieces) = sse(&frames) else {
         unreachable!()
     };
+    (pieces, issued(turn))
+}
+
+/// The thought handed out with each call that has an id.
+fn issued(turn: &Turn) -> Vec<(String, Issued)> {
     let thought = turn.thought.concat();
-    let issued = if thought.is_empty() {
-        vec![]
-    } else {
-        turn.calls
-            .iter()
-            .filter(|call| !call.id.is_empty())
-            .map(|call| (call.id.clone(), Issued::Chat(thought.clone())))
-            .collect()
-    };
-    (pieces, issued)
+    if thought.is_empty() {
+        return vec![];
+    }
+    turn.calls
+        .iter()
+        .filter(|call| !call.id.is_empty())
+        .map(|call| (call.id.clone(), Issued::Chat(thought.clone())))
+        .collect()
 }
 
 /// Per call a first delta (index, id unless empty, type, name) and one

@@ -100,6 +100,10 @@ pub fn render(turn: &Turn, context: &RenderContext) -> (Vec<Vec<u8>>, Vec<(Strin
             None => "end_turn",
         }
     };
+    if turn.cut_short {
+        // The connection ended before the message did.
+        return (named_events(&events), issued);
+    }
     events.push(json!({"type":"message_delta",
         "delta":{"stop_reason":stop_reason,"stop_sequence":null},
         "usage":{"output_tokens":figures.output}}));

@@ -32,6 +32,7 @@
 
 pub mod cache;
 pub mod chat;
+pub mod history;
 pub mod messages;
 pub mod responses;
 pub mod strict;
@@ -100,6 +101,11 @@ pub struct Turn {
     /// Write the whole stream in one piece (a benchmark's instant model),
     /// not frame halves paced apart.
     pub one_piece: bool,
+    /// The connection ends before the turn does: the stream stops where
+    /// its last piece stops, without what ends a turn on its wire (chat's
+    /// finish reason, usage and `[DONE]`; `response.completed`; Anthropic's
+    /// `message_delta` and `message_stop`).
+    pub cut_short: bool,
 }
 
 /// One scripted tool call.
@@ -256,6 +262,11 @@ impl Reply {
         self.map_turn(|turn| turn.usage = Some(figures))
     }
 
+    /// The same turn, its stream cut before the turn's end ([`Turn::cut_short`]).
+    pub fn cut_short(self) -> Reply {
+        self.map_turn(|turn| turn.cut_short = true)
+    }
+
     /// A turn stopping with `stop`.
     pub fn with_stop(self, stop: Stop) -> Reply {
         self.map_turn(|turn| turn.stop = Some(stop))
@@ -319,6 +330,14 @@ impl Recorded {
             .as_array()
             .map(Vec::as_slice)
             .unwrap_or_default()
+    }
+
+    /// What the model was sent, whatever the wire, in the chat shape of
+    /// the transcript ([`history::of`]): a chat request's `messages` as
+    /// they are; a Responses or Messages request converted back, so that
+    /// one assertion on the history holds on every wire.
+    pub fn history(&self) -> Vec<Value> {
+        history::of(self.wire.unwrap_or(WireApi::Chat), &self.body)
     }
 }
 
@@ -610,7 +629,7 @@ async fn answer_one(stream: &mut TcpStream, shared: &Shared) -> bool {
         }
         other => other,
     };
-    write_reply(stream, reply, options.keep_alive).await
+    write_reply(stream, reply, wire, options.keep_alive).await
 }
 
 /// The usage of a turn answering `body`, from the cache accounting
@@ -637,7 +656,12 @@ fn accounted(wire: WireApi, log: &[Logged], body: &Value) -> Figures {
 }
 
 /// Writes `reply`; false when the connection is done.
-async fn write_reply(stream: &mut TcpStream, reply: Reply, keep_alive: bool) -> bool {
+async fn write_reply(
+    stream: &mut TcpStream,
+    reply: Reply,
+    wire: Option<WireApi>,
+    keep_alive: bool,
+) -> bool {
     let connection = if keep_alive { "keep-alive" } else { "close" };
     match reply {
         Reply::Sse(pieces) if keep_alive => {
@@ -714,7 +738,7 @@ async fn write_reply(stream: &mut TcpStream, reply: Reply, keep_alive: bool) -> 
             stream.write_all(head.as_bytes()).await.is_ok()
         }
         Reply::Hostile(hostile) => {
-            let _ = write_hostile(stream, hostile).await;
+            let _ = write_hostile(stream, hostile, wire).await;
             false
         }
         // Rendered into `Sse` before it gets here.
@@ -730,8 +754,12 @@ pub enum Hostile {
     /// chat completion whose content is that long.
     HugeJson { bytes: u64 },
     /// A stream with one `write_file` call (`path: "hostile.txt"`) whose
-    /// `content` argument is `bytes` long, in 64 KiB deltas, then a
-    /// finish and `[DONE]`.
+    /// `content` argument is `bytes` long, in 64 KiB deltas, then the end
+    /// of the turn, in the wire of the request's path: chat frames then a
+    /// finish and `[DONE]`; Responses argument deltas then
+    /// `response.completed`; Anthropic `input_json_delta`s then
+    /// `message_stop` (the whole arguments are never repeated in a `done`
+    /// event: the mock does not hold them).
     HugeArguments { bytes: u64 },
     /// A stream head, then one byte of a valid frame every `every`, forever.
     Trickle { every: Duration },
@@ -742,7 +770,11 @@ pub enum Hostile {
 }
 
 /// Writes `hostile`'s answer; an error once the agent hangs up.
-async fn write_hostile(stream: &mut TcpStream, hostile: Hostile) -> std::io::Result<()> {
+async fn write_hostile(
+    stream: &mut TcpStream,
+    hostile: Hostile,
+    wire: Option<WireApi>,
+) -> std::io::Result<()> {
     const SSE_HEAD: &str = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n";
     const PIECE: usize = 64 * 1024;
     let filler = vec![b'x'; PIECE];
@@ -762,6 +794,60 @@ async fn write_hostile(stream: &mut TcpStream, hostile: Hostile) -> std::io::Res
                 stream.write_all(&filler[..n]).await?;
                 left -= n as u64;
             }
+        }
+        Hostile::HugeArguments { bytes } if wire.is_some_and(|w| w != WireApi::Chat) => {
+            stream.write_all(SSE_HEAD.as_bytes()).await?;
+            let wire = wire.unwrap_or(WireApi::Chat);
+            let event = |value: Value| {
+                let name = value["type"].as_str().unwrap_or_default().to_owned();
+                format!("event: {name}\ndata: {value}\n\n")
+            };
+            let delta = |text: &str| match wire {
+                WireApi::Responses => {
+                    event(json!({"type":"response.function_call_arguments.delta",
+                    "item_id":"fc_huge","output_index":0,"delta":text}))
+                }
+                _ => event(json!({"type":"content_block_delta","index":0,
+                    "delta":{"type":"input_json_delta","partial_json":text}})),
+            };
+            let (start, end) = match wire {
+                WireApi::Responses => (
+                    event(
+                        json!({"type":"response.created","response":{"id":"resp_huge",
+                        "object":"response","status":"in_progress","model":"mock","output":[]}}),
+                    ) + &event(json!({"type":"response.output_item.added","output_index":0,
+                            "item":{"type":"function_call","id":"fc_huge","call_id":"call_huge",
+                                    "name":"write_file","arguments":"","status":"in_progress"}})),
+                    event(
+                        json!({"type":"response.completed","response":{"id":"resp_huge",
+                        "object":"response","status":"completed","model":"mock","output":[],
+                        "usage":{"input_tokens":100,"output_tokens":10,"total_tokens":110}}}),
+                    ),
+                ),
+                _ => (
+                    event(json!({"type":"message_start","message":{"id":"msg_huge",
+                        "type":"message","role":"assistant","content":[],"model":"mock",
+                        "stop_reason":null,"usage":{"input_tokens":100,"output_tokens":1}}}))
+                        + &event(json!({"type":"content_block_start","index":0,
+                            "content_block":{"type":"tool_use","id":"call_huge",
+                                             "name":"write_file","input":{}}})),
+                    event(json!({"type":"content_block_stop","index":0}))
+                        + &event(json!({"type":"message_delta",
+                            "delta":{"stop_reason":"tool_use","stop_sequence":null},
+                            "usage":{"output_tokens":10}}))
+                        + &event(json!({"type":"message_stop"})),
+                ),
+            };
+            stream.write_all(start.as_bytes()).await?;
+            stream
+                .write_all(delta("{\"path\":\"hostile.txt\",\"content\":\"").as_bytes())
+                .await?;
+            let piece = delta(&"x".repeat(PIECE));
+            for _ in 0..bytes.div_ceil(PIECE as u64) {
+                stream.write_all(piece.as_bytes()).await?;
+            }
+            stream.write_all(delta("\"}").as_bytes()).await?;
+            stream.write_all(end.as_bytes()).await?;
         }
         Hostile::HugeArguments { bytes } => {
             stream.write_all(SSE_HEAD.as_bytes()).await?;

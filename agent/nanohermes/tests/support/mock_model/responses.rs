@@ -158,7 +158,9 @@ pub fn render(turn: &Turn, context: &RenderContext) -> (Vec<Vec<u8>>, Vec<(Strin
     let mut response = json!({"id":response_id,"object":"response","model":"mock",
         "status": if cut { "incomplete" } else { "completed" },
         "output":output,"usage":usage(&context.figures)});
-    if cut {
+    if turn.cut_short {
+        // The connection ended before the response did.
+    } else if cut {
         response["incomplete_details"] = json!({"reason":"max_output_tokens"});
         events.push(json!({"type":"response.incomplete","response":response}));
     } else {
