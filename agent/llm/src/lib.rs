@@ -62,6 +62,9 @@ use wire::{Delta, RequestParts, Wire};
 /// The server used when `OPENAI_BASE_URL` is not set.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
+/// How many refused fields one request may learn to drop ([`wire::Wire`]'s `adapt`).
+const MAX_ADAPTATIONS: u32 = 2;
+
 /// The model used when neither `--model` nor `NANOHERMES_MODEL` is given.
 pub const DEFAULT_MODEL: &str = "gpt-4.1-mini";
 
@@ -236,6 +239,7 @@ impl Client {
         let policy = self.settings.retry;
         let mut echo = Echo::new(on_event);
         let mut retries = 0;
+        let mut adapted = 0;
         let error = loop {
             echo.start_attempt();
             match self
@@ -243,6 +247,11 @@ impl Client {
                 .await
             {
                 Ok(turn) => return Ok(turn),
+                // The server refused a field the wire can do without: asked
+                // again without it, at once, not counted as a retry.
+                Err(error) if adapted < MAX_ADAPTATIONS && self.wire.adapt(&error) => {
+                    adapted += 1;
+                }
                 Err(error) if error.is_retryable() && retries < policy.max_retries => {
                     retries += 1;
                     let delay = policy.delay(retries, error.retry_after());

@@ -157,6 +157,14 @@ pub(crate) trait Wire: Send + Sync + fmt::Debug {
     fn auth_headers(&self, api_key: Option<&str>, headers: &mut HeaderMap);
     /// A reader for one streamed response.
     fn stream_reader(&self, settings: &ModelSettings) -> Box<dyn StreamReader>;
+    /// Learns from a refusal: when `error` says the server does not take
+    /// a field this wire sends (a model without reasoning refusing the
+    /// encrypted-reasoning `include`, a reasoning model refusing
+    /// `temperature`), the wire stops sending it and returns true, and the
+    /// client asks again at once. The default learns nothing.
+    fn adapt(&self, _error: &LlmError) -> bool {
+        false
+    }
     /// Reads a whole (non-streamed) response.
     fn whole(
         &self,
@@ -170,7 +178,7 @@ pub(crate) trait Wire: Send + Sync + fmt::Debug {
 pub(crate) fn of(api: WireApi) -> Box<dyn Wire> {
     match api {
         WireApi::Chat => Box::new(chat::Chat),
-        WireApi::Responses => Box::new(responses::Responses),
+        WireApi::Responses => Box::new(responses::Responses::default()),
         WireApi::Messages => Box::new(messages::Messages),
     }
 }

@@ -10,9 +10,13 @@
 //! `function_call` item per call; a tool result becomes a
 //! `function_call_output`. `store: false` keeps nothing on the server, so
 //! reasoning survives between requests only as the `encrypted_content` of
-//! its items, which is asked for (`include`) when thinking is on: models
-//! without reasoning refuse that `include` (HTTP 400 "Encrypted content is
-//! not supported with this model", gpt-4.1-mini among them).
+//! its items, which every request asks for (`include`), as Codex does.
+//! Models without reasoning refuse that `include` (HTTP 400 "Encrypted
+//! content is not supported with this model", gpt-4.1-mini among them)
+//! and reasoning models refuse `temperature`: on such a refusal the wire
+//! drops the field for the rest of the process and the request is sent
+//! again at once ([`Wire::adapt`]), so one refused request is the price of
+//! not knowing in advance which kind of model a name is.
 //!
 //! The response is a sequence of typed events (or, not streamed, the same
 //! items in one `output` array): text and reasoning deltas go to the
@@ -26,6 +30,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use reqwest::header::HeaderMap;
 use serde::Serialize;
@@ -37,14 +42,61 @@ use crate::error::LlmError;
 use crate::reasoning::{self, Reasoning};
 use crate::turn::{AssistantTurn, MAX_ARGUMENTS, ToolCall, Usage, append_capped};
 
-/// The responses wire.
+/// The responses wire, and what it learned the server refuses.
 #[derive(Debug)]
-pub struct Responses;
+pub struct Responses {
+    /// Ask for `reasoning.encrypted_content` (until a model refuses it).
+    include: AtomicBool,
+    /// Send `temperature` when not thinking (until a model refuses it).
+    temperature: AtomicBool,
+}
+
+impl Default for Responses {
+    fn default() -> Self {
+        Responses {
+            include: AtomicBool::new(true),
+            temperature: AtomicBool::new(true),
+        }
+    }
+}
+
+/// Whether `error` is a 400 refusing a field by `words` in its message.
+fn refuses(error: &LlmError, words: &[&str]) -> bool {
+    let LlmError::Status {
+        status: 400,
+        message,
+        ..
+    } = error
+    else {
+        return false;
+    };
+    let lower = message.to_lowercase();
+    words.iter().all(|word| lower.contains(word))
+}
 
 impl Wire for Responses {
     fn body(&self, parts: &RequestParts<'_>) -> Vec<u8> {
+        let mut body = request_body(parts);
+        if !self.include.load(Ordering::Relaxed) {
+            body.include = None;
+        }
+        if !self.temperature.load(Ordering::Relaxed) {
+            body.temperature = None;
+        }
         // Serializing `Value`s, strings and numbers cannot fail.
-        serde_json::to_vec(&request_body(parts)).unwrap_or_default()
+        serde_json::to_vec(&body).unwrap_or_default()
+    }
+
+    fn adapt(&self, error: &LlmError) -> bool {
+        if refuses(error, &["encrypted content", "not supported"]) {
+            return self.include.swap(false, Ordering::Relaxed);
+        }
+        if refuses(error, &["temperature"])
+            && (refuses(error, &["unsupported"]) || refuses(error, &["not supported"]))
+        {
+            return self.temperature.swap(false, Ordering::Relaxed);
+        }
+        false
     }
 
     fn auth_headers(&self, api_key: Option<&str>, headers: &mut HeaderMap) {
@@ -176,7 +228,7 @@ fn request_body<'a>(parts: &RequestParts<'a>) -> Body<'a> {
         tool_choice: has_tools.then_some("auto"),
         parallel_tool_calls: has_tools.then_some(true),
         store: false,
-        include: options.thinking.then_some(["reasoning.encrypted_content"]),
+        include: Some(["reasoning.encrypted_content"]),
         stream: options.stream,
         max_output_tokens: options.max_tokens,
         // The summaries are the only readable reasoning these models
@@ -679,7 +731,7 @@ mod tests {
     }
 
     fn body_bytes(settings: &ModelSettings, messages: &[Value], tools: JsonList<'_>) -> Vec<u8> {
-        Responses.body(&RequestParts {
+        Responses::default().body(&RequestParts {
             settings,
             model: &settings.model,
             conversation: Conversation::from(messages),
@@ -807,7 +859,7 @@ mod tests {
     }
 
     #[test]
-    fn without_thinking_temperature_is_sent_and_reasoning_is_not_asked_for() {
+    fn without_thinking_temperature_is_sent_and_encrypted_reasoning_still_asked_for() {
         let sent = body(
             &settings(false),
             &[json!({"role":"user","content":"hi"})],
@@ -819,11 +871,55 @@ mod tests {
                 "model":"gpt-5",
                 "input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}],
                 "store":false,
+                "include":["reasoning.encrypted_content"],
                 "stream":true,
                 "max_output_tokens":8192,
                 "temperature":0.0
             })
         );
+    }
+
+    /// A model without reasoning refuses the `include`, a reasoning model
+    /// `temperature`: each refusal drops its field once, and nothing else.
+    #[test]
+    fn a_refused_include_or_temperature_is_dropped_once_and_only_then() {
+        let refusal = |message: &str| LlmError::Status {
+            status: 400,
+            message: message.into(),
+            code: None,
+            retry_after: None,
+            base_url: "u".into(),
+            model: "m".into(),
+        };
+        let wire = Responses::default();
+        let history = [json!({"role":"user","content":"hi"})];
+        let tools: Vec<Value> = Vec::new();
+        let settings = settings(false);
+        let sent = |wire: &Responses| -> Value {
+            let parts = RequestParts {
+                settings: &settings,
+                model: "gpt-5",
+                conversation: crate::Conversation::from(&history[..]),
+                tools: crate::JsonList::Values(&tools),
+            };
+            serde_json::from_slice(&wire.body(&parts)).unwrap()
+        };
+        assert!(!wire.adapt(&refusal("Invalid value for 'input'")));
+        assert!(wire.adapt(&refusal(
+            "Encrypted content is not supported with this model."
+        )));
+        assert!(sent(&wire).get("include").is_none());
+        assert!(sent(&wire).get("temperature").is_some());
+        assert!(
+            !wire.adapt(&refusal(
+                "Encrypted content is not supported with this model."
+            )),
+            "learned once: a second refusal is a real failure"
+        );
+        assert!(wire.adapt(&refusal(
+            "Unsupported parameter: 'temperature' is not supported with this model."
+        )));
+        assert!(sent(&wire).get("temperature").is_none());
     }
 
     /// A recorded stream: a reasoning item in two summaries, text, and two
@@ -923,7 +1019,7 @@ mod tests {
 
     /// Applies `events` to a fresh reader; returns it and what went to the screen.
     fn read(events: &[Value]) -> (Box<dyn StreamReader>, Vec<Delta<'_>>) {
-        let mut reader = Responses.stream_reader(&settings(true));
+        let mut reader = Responses::default().stream_reader(&settings(true));
         let mut shown = Vec::new();
         for event in events {
             assert!(!reader.finished(), "read on after the end: {event}");
@@ -1038,7 +1134,7 @@ mod tests {
     }
 
     fn error_of(event: Value) -> LlmError {
-        let mut reader = Responses.stream_reader(&settings(false));
+        let mut reader = Responses::default().stream_reader(&settings(false));
         reader.apply(&event).unwrap_err()
     }
 
@@ -1083,7 +1179,7 @@ mod tests {
 
     #[test]
     fn arguments_past_the_limit_end_the_reading_and_the_call_is_refused() {
-        let mut reader = Responses.stream_reader(&settings(false));
+        let mut reader = Responses::default().stream_reader(&settings(false));
         let added = json!({"type":"response.output_item.added","output_index":0,"item":{"id":"fc_1","type":"function_call","call_id":"call_A","name":"write_file","arguments":""}});
         reader.apply(&added).unwrap();
         let piece = json!({"type":"response.function_call_arguments.delta","item_id":"fc_1","delta":"é".repeat(40_000)});
@@ -1112,32 +1208,36 @@ mod tests {
     fn a_whole_response_is_read_like_its_stream() {
         let events = recorded_events();
         let response = events.last().unwrap()["response"].clone();
-        let turn = Responses
+        let turn = Responses::default()
             .whole(&settings(true), &response, "gpt-5")
             .unwrap();
         assert_eq!(turn, expected_turn());
         let incomplete = json!({"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},
             "output":[{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"output_text","text":"Par"}]}]});
-        let turn = Responses.whole(&settings(true), &incomplete, "m").unwrap();
+        let turn = Responses::default()
+            .whole(&settings(true), &incomplete, "m")
+            .unwrap();
         assert_eq!(
             (turn.content.as_str(), turn.finish_reason.as_deref()),
             ("Par", Some("length"))
         );
         let refused = json!({"status":"completed","output":[{"type":"message","role":"assistant",
             "content":[{"type":"refusal","refusal":"I can't help with that."}]}]});
-        let turn = Responses.whole(&settings(true), &refused, "m").unwrap();
+        let turn = Responses::default()
+            .whole(&settings(true), &refused, "m")
+            .unwrap();
         assert_eq!(turn.content, "I can't help with that.");
         assert_eq!(turn.finish_reason.as_deref(), Some("refusal"));
         let failed =
             json!({"status":"failed","error":{"code":"server_error","message":"boom"},"output":[]});
         assert!(
-            Responses
+            Responses::default()
                 .whole(&settings(true), &failed, "m")
                 .unwrap_err()
                 .contains("boom")
         );
         assert!(
-            Responses
+            Responses::default()
                 .whole(&settings(true), &json!({"object":"error"}), "m")
                 .unwrap_err()
                 .contains("no output")

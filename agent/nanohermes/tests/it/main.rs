@@ -57,11 +57,11 @@ mod protected;
 /// Model providers through the binary: a table's URL, query, headers and key; the missing-key
 /// error; a project may not choose or define one; no child sees its secrets; subagents follow.
 mod providers;
-/// Reasoning through the binary on each wire: kept in the session, replayed to its provider, dropped elsewhere.
-mod reasoning;
 /// llama.cpp's `llama-server` (scripts/llama-server) under the real binary, one task per model
 /// wire from a Codex-style provider config; ignored unless NANOHERMES_LLAMA_SERVER/MODEL are set.
 mod real_server;
+/// Reasoning through the binary on each wire: kept in the session, replayed to its provider, dropped elsewhere.
+mod reasoning;
 /// Long-term memory: the recalled block leading each turn's user message, distillation that skips known
 /// memories, failures as notices.
 mod recall;

@@ -30,6 +30,7 @@ const STRICT: Options = Options {
     thinking: true,
     accounted_usage: false,
     toolless: None,
+    plain_model: false,
 };
 
 /// Settings on the mock for `wire`, with a stable cache key, for a model
@@ -752,7 +753,14 @@ async fn responses_rules_refuse_each_broken_request() {
     assert!(stream.contains(r#""delta":"ok""#), "{stream}");
 
     // A model without reasoning refuses the include.
-    let plain = MockModel::start(vec![text(&["ok"]).into()]).await;
+    let plain = MockModel::with_options(
+        Options {
+            plain_model: true,
+            ..Options::default()
+        },
+        vec![text(&["ok"]).into()],
+    )
+    .await;
     assert_refusals(
         &plain,
         "responses",
@@ -1294,4 +1302,42 @@ async fn each_wire_renders_refusals_pauses_cut_offs_and_usage_overrides() {
                "cache_read_input_tokens":384,"output_tokens":1})
     );
     assert!(streams[1].ends_with("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"));
+}
+
+/// A model without reasoning refuses the encrypted-reasoning `include`
+/// that every Responses request asks for: the wire drops it once, asks
+/// again at once (not a retry), and sends it no more in that process.
+#[tokio::test]
+async fn a_responses_model_without_reasoning_refuses_the_include_once_and_then_answers() {
+    let plain = MockModel::with_options(
+        Options {
+            plain_model: true,
+            ..Options::default()
+        },
+        vec![
+            tool_calls(&[call("c1", "list_dir", json!({}))]).into(),
+            text(&["done"]).into(),
+        ],
+    )
+    .await;
+    let mut settings = settings(&plain);
+    settings.wire = WireApi::Responses;
+    settings.retry.max_retries = 0;
+    let dir = tempfile::tempdir().unwrap();
+    let mut agent = Agent::new(
+        Client::new(settings).unwrap(),
+        hub(dir.path(), vec![]).await,
+        "You are NanoHermes, in a test.",
+        AgentConfig::default(),
+    );
+    let summary = agent.run("list", &mut Capture::default()).await.unwrap();
+    assert_eq!(summary.final_text, "done");
+    let requests = plain.requests();
+    assert_eq!(requests.len(), 3, "one refused, then two answered");
+    assert!(requests[0].refused.is_some());
+    assert!(requests[0].body.get("include").is_some());
+    for answered in &requests[1..] {
+        assert!(answered.refused.is_none());
+        assert!(answered.body.get("include").is_none());
+    }
 }

@@ -417,6 +417,9 @@ pub struct Options {
     /// memory distillation) with this reply, using no script step: where
     /// they fall in a long run is not worth scripting (the benchmark).
     pub toolless: Option<fn() -> Reply>,
+    /// Responses: a model without reasoning, refusing (HTTP 400) the
+    /// encrypted-reasoning `include` that a reasoning model needs.
+    pub plain_model: bool,
 }
 
 /// The running mock.

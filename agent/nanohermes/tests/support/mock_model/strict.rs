@@ -11,8 +11,8 @@
 //!   `reasoning_content` it was given → 400;
 //! - responses (OpenAI, `store: false`): `store` other than `false`; with
 //!   `thinking` (a reasoning model) no `include:
-//!   ["reasoning.encrypted_content"]`, without it that `include` (models
-//!   without reasoning refuse it); an unknown input item
+//!   ["reasoning.encrypted_content"]`; with `plain_model` that `include`
+//!   (models without reasoning refuse it); an unknown input item
 //!   type, a `function_call_output` before its `function_call`, a
 //!   `function_call` without its output, a
 //!   `function_call` whose turn had a reasoning item without that item
@@ -134,7 +134,7 @@ pub fn check_responses(body: &Value, options: Options, issued: &Issues) -> Resul
             Some("include"),
         ));
     }
-    if !options.thinking && encrypted {
+    if options.plain_model && encrypted {
         // What a model without reasoning answers.
         return Err(openai(
             400,
