@@ -93,7 +93,9 @@ impl Setup {
             .path()
             .join(".nanohermes/sessions")
             .join(format!("{id}.json"));
-        let file = nanohermes_session::read(&path).unwrap().expect("a session file");
+        let file = nanohermes_session::read(&path)
+            .unwrap()
+            .expect("a session file");
         let mut messages = vec![json!({"role": "system", "content": "s"})];
         messages.extend(file.messages);
         messages
@@ -161,14 +163,21 @@ async fn a_prompt_reads_edits_as_a_diff_and_runs_a_command_the_editor_allowed_bu
             json!({"path": "a.txt", "old_string": "alpha", "new_string": "beta"}),
         )])
         .into(),
-        tool_calls(&[call("c3", "run_command", json!({"command": "echo hello-acp"}))]).into(),
+        tool_calls(&[call(
+            "c3",
+            "run_command",
+            json!({"command": "echo hello-acp"}),
+        )])
+        .into(),
         tool_calls(&[call(
             "c4",
             "run_command",
             json!({"command": "echo no > never.txt"}),
         )])
         .into(),
-        text(&["all ", "done"]).with_thought(&["let me ", "think"]).into(),
+        text(&["all ", "done"])
+            .with_thought(&["let me ", "think"])
+            .into(),
     ])
     .await;
     let cwd = setup.cwd();
@@ -250,7 +259,7 @@ async fn a_prompt_reads_edits_as_a_diff_and_runs_a_command_the_editor_allowed_bu
 #[tokio::test]
 #[ignore = "needs the ACP client: scripts/acp-client"]
 async fn a_cancel_during_a_command_answers_cancelled_with_the_history_valid_and_the_session_usable()
- {
+{
     let setup = Setup::new(vec![
         tool_calls(&[call(
             "c1",
@@ -386,9 +395,7 @@ async fn the_editors_mcp_servers_join_the_configured_ones_without_replacing_them
         ),
     )
     .unwrap();
-    let editor_server = |name: &str| {
-        json!({"name": name, "command": fixture, "args": [], "env": [{"name": "FIXTURE_NOTE", "value": "x"}]})
-    };
+    let editor_server = |name: &str| json!({"name": name, "command": fixture, "args": [], "env": [{"name": "FIXTURE_NOTE", "value": "x"}]});
     let cwd = setup.cwd();
     let lines = setup
         .client(
@@ -475,5 +482,8 @@ async fn malformed_and_unknown_messages_are_answered_with_errors_and_the_session
     let user = requests[1].body.to_string();
     assert!(user.contains("[resource: b.rs](file:///x/b.rs)"), "{user}");
     assert!(user.contains("fn c() {}"), "{user}");
-    assert_eq!(joined(&lines, "agent_message_chunk"), "still hereI will not");
+    assert_eq!(
+        joined(&lines, "agent_message_chunk"),
+        "still hereI will not"
+    );
 }
