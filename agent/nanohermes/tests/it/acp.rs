@@ -381,6 +381,14 @@ async fn the_editors_mcp_servers_join_the_configured_ones_without_replacing_them
             call("c3", "ed__echo", json!({"text": "another one"})),
             call("c4", "fx__pids", json!({})),
             call("c5", "fx-editor__pids", json!({})),
+            call(
+                "c6",
+                "todo_write",
+                json!({"todos": [
+                    {"content": "echo", "status": "completed"},
+                    {"content": "report", "status": "in_progress"},
+                ]}),
+            ),
         ])
         .into(),
         text(&["ok"]).into(),
@@ -421,6 +429,15 @@ async fn the_editors_mcp_servers_join_the_configured_ones_without_replacing_them
     let narrowed = finished(&lines, "c4");
     assert_eq!(narrowed["status"], "failed", "{narrowed}");
     assert_eq!(finished(&lines, "c5")["status"], "completed");
+    // The todo list is the editor's plan.
+    assert_eq!(updates(&lines, "tool_call", Some("c6"))[0]["kind"], "think");
+    assert_eq!(
+        updates(&lines, "plan", None),
+        [&json!({"sessionUpdate": "plan", "entries": [
+            {"content": "echo", "priority": "medium", "status": "completed"},
+            {"content": "report", "priority": "medium", "status": "in_progress"},
+        ]})]
+    );
 }
 
 #[tokio::test]
@@ -486,4 +503,53 @@ async fn malformed_and_unknown_messages_are_answered_with_errors_and_the_session
         joined(&lines, "agent_message_chunk"),
         "still hereI will not"
     );
+}
+
+#[tokio::test]
+#[ignore = "needs the ACP client: scripts/acp-client"]
+async fn allow_always_and_reject_always_hold_for_the_rest_of_the_session() {
+    let setup = Setup::new(vec![
+        tool_calls(&[call("c1", "run_command", json!({"command": "echo one"}))]).into(),
+        text(&["1"]).into(),
+        tool_calls(&[
+            call("c2", "run_command", json!({"command": "echo two"})),
+            call("c3", "write_file", json!({"path": "b.txt", "content": "b"})),
+        ])
+        .into(),
+        text(&["2"]).into(),
+        tool_calls(&[call(
+            "c4",
+            "write_file",
+            json!({"path": "c.txt", "content": "c"}),
+        )])
+        .into(),
+        text(&["3"]).into(),
+    ])
+    .await;
+    let cwd = setup.cwd();
+    let lines = setup
+        .client(
+            "default",
+            json!([
+                {"op": "initialize"},
+                {"op": "new", "cwd": cwd},
+                {"op": "prompt", "text": "one", "answers": ["allow-always"]},
+                {"op": "prompt", "text": "two", "answers": ["reject-always"]},
+                {"op": "prompt", "text": "three"},
+            ]),
+        )
+        .await;
+    let asked: Vec<&str> = events(&lines, "permission")
+        .iter()
+        .map(|p| p["toolCall"]["toolCallId"].as_str().unwrap())
+        .collect();
+    assert_eq!(asked, ["c1", "c3"]);
+    assert_eq!(finished(&lines, "c1")["status"], "completed");
+    assert_eq!(finished(&lines, "c2")["status"], "completed");
+    assert_eq!(finished(&lines, "c3")["status"], "failed");
+    assert_eq!(finished(&lines, "c4")["status"], "failed");
+    assert!(!cwd.join("b.txt").exists() && !cwd.join("c.txt").exists());
+    for prompt in events(&lines, "prompt") {
+        assert_eq!(prompt["result"], json!({"stopReason": "end_turn"}));
+    }
 }
