@@ -17,6 +17,7 @@
 //! same session file `run` and `serve` write (so `session/load` replays
 //! it, and `--resume ID` continues it on a terminal).
 
+pub mod commands;
 pub mod permission;
 pub mod rpc;
 pub mod servers;
@@ -35,11 +36,14 @@ use tokio::sync::mpsc;
 
 use crate::app::{Started, start_agent};
 use crate::config::{Options, Rules};
+use crate::repl::commands::Command;
 use nanohermes_config::Mode;
 use nanohermes_core::agent::Agent;
+use nanohermes_core::events::RunEvents as _;
 use nanohermes_core::interrupt::Interrupt;
 use nanohermes_core::policy::approval::Approvals;
 use nanohermes_core::toolbox::ToolBox as _;
+use nanohermes_core::transcript::Transcript;
 use nanohermes_hub::Hub;
 use nanohermes_session::{self as session, Keeper, SessionArgs};
 use permission::EditorPrompter;
@@ -124,7 +128,20 @@ impl Server {
                 let server = self.clone();
                 tokio::spawn(async move {
                     let result = server.call(&method, params).await;
+                    let opened = match (&result, method.as_str()) {
+                        (Ok(result), "session/new" | "session/load") => {
+                            result["sessionId"].as_str().map(str::to_owned)
+                        }
+                        _ => None,
+                    };
                     server.peer.respond(id, result);
+                    // After the answer, so the editor knows the session.
+                    if let Some(session) = opened {
+                        server.peer.notify(
+                            "session/update",
+                            updates::notification(&session, commands::available()),
+                        );
+                    }
                 });
             }
             Incoming::Notification { method, params } => {
@@ -268,6 +285,17 @@ impl Server {
                 "this session is already running a prompt; cancel it or wait for its answer",
             ));
         };
+        if let Some(command) = commands::slash(&task) {
+            let reply = match command {
+                Ok(command) => run_command(&mut state, command).await,
+                Err(why) => why,
+            };
+            state
+                .ui
+                .inner()
+                .send(updates::chunk("agent_message_chunk", &reply));
+            return Ok(json!({ "stopReason": "end_turn" }));
+        }
         let State { agent, ui, .. } = &mut *state;
         // A cancel that came between prompts does not stop this one.
         open.control.cancelled.store(false, Ordering::SeqCst);
@@ -308,11 +336,7 @@ impl Server {
         })?;
         // A prompt holds the state while it runs: the mode applies when
         // it can be changed, between two prompts.
-        let mut state = open.state.lock().await;
-        state.rules.mode = mode;
-        let policy = state.rules.policy();
-        state.agent.tools_mut().offer(policy.clone());
-        state.agent.set_policy(policy);
+        set_mode(&mut *open.state.lock().await, mode);
         Ok(json!({}))
     }
 
@@ -331,6 +355,68 @@ impl Server {
                 agent.into_tools().shutdown().await;
             }
         }
+    }
+}
+
+/// Puts `mode`'s policy in place for the next tool call.
+fn set_mode(state: &mut State, mode: Mode) {
+    state.rules.mode = mode;
+    let policy = state.rules.policy();
+    state.agent.tools_mut().offer(policy.clone());
+    state.agent.set_policy(policy);
+}
+
+/// Runs a slash command on a session; returns what to tell the user.
+/// A command that changes the history writes the session.
+async fn run_command(state: &mut State, command: Command) -> String {
+    let State { agent, ui, rules } = state;
+    match command {
+        Command::Undo => match agent.edit_history(Transcript::undo_last_turn) {
+            Some(removed) => {
+                ui.checkpoint(agent.transcript());
+                format!("undone: the last task and {removed} messages removed")
+            }
+            None => "nothing to undo".to_owned(),
+        },
+        Command::Compact => {
+            let replaced = agent.compact().await;
+            ui.checkpoint(agent.transcript());
+            if replaced == 0 {
+                "nothing to compact: the history is short".to_owned()
+            } else {
+                format!("compacted: {replaced} messages replaced by a summary")
+            }
+        }
+        Command::Reset => {
+            let removed = agent.edit_history(|history| history.truncate_from(1));
+            ui.checkpoint(agent.transcript());
+            format!("reset: {removed} messages removed, a fresh conversation")
+        }
+        Command::Usage => format!("usage: {}", agent.usage()),
+        Command::Tools => crate::cli::offered(agent.tools(), &rules.policy())
+            .into_iter()
+            .map(|t| {
+                let ro = if t.read_only { ", read-only" } else { "" };
+                let deferred = if t.deferred {
+                    ", deferred: found with tool_search"
+                } else {
+                    ""
+                };
+                format!("{} ({}{ro}{deferred})", t.name, t.server)
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Command::Mode(mode) => {
+            set_mode(state, mode);
+            // The agent changed the mode, so the editor is told.
+            state.ui.inner().send(json!({
+                "sessionUpdate": "current_mode_update",
+                "currentModeId": mode.name(),
+            }));
+            format!("mode: {}", mode.name())
+        }
+        Command::Help => commands::help(),
+        Command::Exit => String::new(),
     }
 }
 

@@ -553,3 +553,59 @@ async fn allow_always_and_reject_always_hold_for_the_rest_of_the_session() {
         assert_eq!(prompt["result"], json!({"stopReason": "end_turn"}));
     }
 }
+
+#[tokio::test]
+#[ignore = "needs the ACP client: scripts/acp-client"]
+async fn slash_commands_are_offered_and_answered_without_the_model() {
+    let setup = Setup::new(vec![
+        tool_calls(&[call("c1", "run_command", json!({"command": "echo ran"}))]).into(),
+        text(&["ran it"]).into(),
+    ])
+    .await;
+    let cwd = setup.cwd();
+    let lines = setup
+        .client(
+            "default",
+            json!([
+                {"op": "initialize"},
+                {"op": "new", "cwd": cwd},
+                prompt("/mode goal"),
+                prompt("run it"),
+                prompt("/undo"),
+                prompt("/fly"),
+            ]),
+        )
+        .await;
+    // Offered after the session's answer.
+    let new_at = lines.iter().position(|l| l["event"] == "new").unwrap();
+    let offered = updates(&lines[new_at..], "available_commands_update", None);
+    let names: Vec<&str> = offered[0]["availableCommands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"undo") && names.contains(&"mode"),
+        "{names:?}"
+    );
+    assert_eq!(
+        updates(&lines, "current_mode_update", None),
+        [&json!({"sessionUpdate": "current_mode_update", "currentModeId": "goal"})]
+    );
+    // In goal mode the command ran without a question.
+    assert!(events(&lines, "permission").is_empty());
+    assert_eq!(finished(&lines, "c1")["status"], "completed");
+    let said = joined(&lines, "agent_message_chunk");
+    assert!(
+        said.starts_with(
+            "mode: goalran itundone: the last task and 4 messages removed/fly is not a command"
+        ),
+        "{said}"
+    );
+    for prompt in events(&lines, "prompt") {
+        assert_eq!(prompt["result"], json!({"stopReason": "end_turn"}));
+    }
+    assert_eq!(setup.mock.requests().len(), 2);
+    assert_eq!(setup.session_history(&session_id(&lines)).len(), 1);
+}
