@@ -126,14 +126,15 @@ impl Server {
         match rpc::classify(line) {
             Incoming::Request { id, method, params } => {
                 let server = self.clone();
+                let params_id = params["sessionId"].as_str().map(str::to_owned);
                 tokio::spawn(async move {
                     let result = server.call(&method, params).await;
                     let opened = match (&result, method.as_str()) {
-                        (Ok(result), "session/new" | "session/load") => {
-                            result["sessionId"].as_str().map(str::to_owned)
-                        }
+                        (Ok(result), "session/new") => result["sessionId"].as_str(),
+                        (Ok(_), "session/load") => params_id.as_deref(),
                         _ => None,
-                    };
+                    }
+                    .map(str::to_owned);
                     server.peer.respond(id, result);
                     // After the answer, so the editor knows the session.
                     if let Some(session) = opened {
@@ -186,6 +187,7 @@ impl Server {
     /// `session/new`, or `session/load` of `resume` (its history replayed
     /// before the answer).
     async fn new_session(&self, params: Value, resume: Option<String>) -> Result<Value, RpcError> {
+        let loading = resume.is_some();
         let cwd = PathBuf::from(str_param(&params, "cwd")?);
         if !cwd.is_absolute() || !cwd.is_dir() {
             return Err(RpcError::invalid_params(format!(
@@ -273,7 +275,11 @@ impl Server {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(id.clone(), open);
-        Ok(json!({ "sessionId": id, "modes": modes(rules.mode) }))
+        if loading {
+            Ok(json!({ "modes": modes(rules.mode) }))
+        } else {
+            Ok(json!({ "sessionId": id, "modes": modes(rules.mode) }))
+        }
     }
 
     /// `session/prompt`: runs the prompt to its stop reason.
@@ -310,8 +316,16 @@ impl Server {
         let result = agent.run(&task, ui).await;
         let cancelled = open.control.cancelled.swap(false, Ordering::SeqCst);
         open.control.interrupt.take();
-        let summary =
-            result.map_err(|e| RpcError::internal(format!("the model request failed: {e}")))?;
+        // A request that failed after a cancel is the cancel's doing.
+        let summary = match result {
+            Ok(summary) => summary,
+            Err(_) if cancelled => return Ok(json!({ "stopReason": "cancelled" })),
+            Err(e) => {
+                return Err(RpcError::internal(format!(
+                    "the model request failed: {e}; the conversation was kept"
+                )));
+            }
+        };
         let reason =
             updates::stop_reason(summary.outcome, summary.finish_reason.as_deref(), cancelled);
         Ok(json!({ "stopReason": reason }))
