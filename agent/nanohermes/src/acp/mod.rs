@@ -87,6 +87,8 @@ pub async fn main(options: &Options) -> anyhow::Result<ExitCode> {
 struct Control {
     interrupt: Interrupt,
     cancelled: Arc<AtomicBool>,
+    /// A mode set while a prompt ran: put in place when it ends.
+    next_mode: Mutex<Option<Mode>>,
 }
 
 /// One open session.
@@ -264,6 +266,7 @@ impl Server {
             control: Control {
                 interrupt: agent.interrupt(),
                 cancelled,
+                next_mode: Mutex::new(None),
             },
             state: tokio::sync::Mutex::new(State {
                 agent,
@@ -316,6 +319,15 @@ impl Server {
         let result = agent.run(&task, ui).await;
         let cancelled = open.control.cancelled.swap(false, Ordering::SeqCst);
         open.control.interrupt.take();
+        let next_mode = open
+            .control
+            .next_mode
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(mode) = next_mode {
+            set_mode(&mut state, mode);
+        }
         // A request that failed after a cancel is the cancel's doing.
         let summary = match result {
             Ok(summary) => summary,
@@ -341,16 +353,26 @@ impl Server {
     }
 
     /// `session/set_mode`: one of the five permission modes, from the
-    /// next tool call on.
+    /// next tool call on (from the next prompt when one is running).
     async fn set_mode(&self, params: &Value) -> Result<Value, RpcError> {
         let open = self.session(params)?;
         let name = str_param(params, "modeId")?;
         let mode = Mode::from_name(name).ok_or_else(|| {
             RpcError::invalid_params(format!("mode {name:?} is not one of {}", Mode::names()))
         })?;
-        // A prompt holds the state while it runs: the mode applies when
-        // it can be changed, between two prompts.
-        set_mode(&mut *open.state.lock().await, mode);
+        // A running prompt holds the state (its agent): the mode is then
+        // put in place when that prompt ends, and the answer does not
+        // wait for it.
+        match open.state.try_lock() {
+            Ok(mut state) => set_mode(&mut state, mode),
+            Err(_) => {
+                *open
+                    .control
+                    .next_mode
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = Some(mode);
+            }
+        }
         Ok(json!({}))
     }
 
