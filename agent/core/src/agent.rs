@@ -69,6 +69,10 @@ pub struct RunSummary {
     pub used_tools: bool,
     /// Tool calls the model made (each answered, run or refused).
     pub tool_calls: usize,
+    /// The last model turn's finish reason (`stop`, `length`, `refusal`…),
+    /// when the server gave one: how an editor tells a cut-off or refused
+    /// answer from a finished one.
+    pub finish_reason: Option<String>,
 }
 
 /// An agent: a model client, a tool box, its parts and the conversation
@@ -219,6 +223,7 @@ impl<T: ToolBox> Agent<T> {
                     iterations: 0,
                     used_tools: false,
                     tool_calls: 0,
+                    finish_reason: None,
                 });
             }
         };
@@ -235,6 +240,7 @@ impl<T: ToolBox> Agent<T> {
         let mut final_text = String::new();
         let mut iterations = 0;
         let mut tool_calls = 0;
+        let mut finish_reason = None;
 
         while iterations < self.parts.config.max_iterations {
             if self.parts.interrupt.take() {
@@ -254,6 +260,7 @@ impl<T: ToolBox> Agent<T> {
             self.usage.record(turn.usage);
             ui.usage(turn.usage);
             final_text.clone_from(&turn.content);
+            finish_reason.clone_from(&turn.finish_reason);
             self.messages.push(assistant_message(&turn));
             ui.step(iterations, &turn.tool_calls);
 
@@ -306,6 +313,7 @@ impl<T: ToolBox> Agent<T> {
             iterations,
             used_tools,
             tool_calls,
+            finish_reason,
         })
     }
 

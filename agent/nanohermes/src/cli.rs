@@ -75,6 +75,8 @@ pub enum Command {
     },
     /// Serve the agent itself over MCP (stdio, or --http): one tool, run_task, for MCP hosts and other agents.
     Serve(crate::serve::ServeArgs),
+    /// Serve the agent to an editor over the Agent Client Protocol (ACP v1, stdio): Zed, JetBrains, Neovim.
+    Acp,
     /// Serve one built-in over stdio or --http (used for run = "process").
     #[command(hide = true, disable_help_flag = true)]
     Builtin {
@@ -147,6 +149,7 @@ pub fn main() -> ExitCode {
             Some(Command::Trust) => crate::app::trust(&options).map(|()| ExitCode::SUCCESS),
             Some(Command::Mcp { command }) => mcp::main(&options, command).await,
             Some(Command::Serve(args)) => crate::serve::main(&options, args).await,
+            Some(Command::Acp) => crate::acp::main(&options).await,
             Some(Command::Builtin { .. }) => unreachable!("served before the runtime starts"),
         }
     });

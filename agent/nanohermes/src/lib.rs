@@ -12,6 +12,7 @@
 //!
 //! | module | owns |
 //! |---|---|
+//! | [`acp`] | `nanohermes acp`: the agent in an editor (Agent Client Protocol) |
 //! | [`app`] | loading the configuration, starting servers, assembling an agent |
 //! | [`cli`] | the `nanohermes` commands and exit codes |
 //! | [`config`] | flags and environment, resolved into one [`config::Config`] |
@@ -19,6 +20,7 @@
 //! | [`output`] | text, `json` and `stream-json` output of `run` |
 //! | [`serve`] | `nanohermes serve`: the agent as an MCP server (`run_task`) |
 
+pub mod acp;
 pub mod app;
 pub mod cli;
 pub mod config;

@@ -10,7 +10,7 @@
 //! the same task quits at once. At the prompt the line editor reads it
 //! (the terminal is raw there): twice in a row exits.
 
-mod commands;
+pub(crate) mod commands;
 mod input;
 mod ui;
 

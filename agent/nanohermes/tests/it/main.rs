@@ -7,6 +7,9 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+/// `nanohermes acp` driven by the official ACP TypeScript SDK's client (ignored unless
+/// `scripts/acp-client` installed it): prompts, permissions, diffs, cancel, load, editor servers.
+mod acp;
 /// The loop through the library API: streaming, tool calls, gates, exits.
 mod agent_loop;
 /// The `nanohermes` binary: end-to-end runs, exit codes, error lines.
