@@ -431,15 +431,7 @@ async fn run_command(state: &mut State, command: Command) -> String {
         Command::Usage => format!("usage: {}", agent.usage()),
         Command::Tools => crate::cli::offered(agent.tools(), &rules.policy())
             .into_iter()
-            .map(|t| {
-                let ro = if t.read_only { ", read-only" } else { "" };
-                let deferred = if t.deferred {
-                    ", deferred: found with tool_search"
-                } else {
-                    ""
-                };
-                format!("{} ({}{ro}{deferred})", t.name, t.server)
-            })
+            .map(|t| t.line())
             .collect::<Vec<_>>()
             .join("\n"),
         Command::Mode(mode) => {

@@ -26,6 +26,19 @@ pub struct OfferedTool {
     pub deferred: bool,
 }
 
+impl OfferedTool {
+    /// One line for `/tools`: `name (server, read-only, deferred: …)`.
+    pub fn line(&self) -> String {
+        let ro = if self.read_only { ", read-only" } else { "" };
+        let deferred = if self.deferred {
+            ", deferred: found with tool_search"
+        } else {
+            ""
+        };
+        format!("{} ({}{ro}{deferred})", self.name, self.server)
+    }
+}
+
 /// What the model gets from `hub` under `policy`: every declaration the
 /// requests carry (the servers' tools and the hub's own meta-tools, as
 /// they are declared now), then the deferred tools `tool_search` finds.

@@ -208,15 +208,7 @@ impl Repl {
                 let policy = self.rules.policy();
                 let lines: Vec<String> = crate::cli::offered(self.agent.tools(), &policy)
                     .into_iter()
-                    .map(|t| {
-                        let ro = if t.read_only { ", read-only" } else { "" };
-                        let deferred = if t.deferred {
-                            ", deferred: found with tool_search"
-                        } else {
-                            ""
-                        };
-                        format!("{} ({}{ro}{deferred})", t.name, t.server)
-                    })
+                    .map(|t| t.line())
                     .collect();
                 self.ui.inner().say(&lines.join("\n"));
             }
