@@ -452,6 +452,70 @@ async fn a_nanohermes_serve_subagent_runs_on_the_same_provider() {
     assert_eq!(child.body["model"], "local-model");
     let answer = tool_result(requests[2].messages(), "call_task");
     assert!(answer.contains("the change looks right"), "{answer}");
+    // One prompt cache key for the session, shared by its subagent.
+    let key = requests[0].body["prompt_cache_key"].as_str().unwrap();
+    assert!(key.starts_with("nanohermes-"), "{key}");
+    for request in &requests {
+        assert_eq!(request.body["prompt_cache_key"], key, "{}", request.path);
+    }
+}
+
+/// The session's prompt cache key names the session, stays the same on
+/// every request of it, and `--no-cache-key` (or a provider's
+/// `prompt_cache_key = false`) sends none.
+#[tokio::test]
+async fn the_prompt_cache_key_names_the_session_and_can_be_switched_off() {
+    let (_root, home, workspace) = dirs();
+    let script = || {
+        vec![
+            tool_calls(&[call("c1", "list_dir", json!({}))]).into(),
+            text(&["done"]).into(),
+        ]
+    };
+    let on = MockModel::start(script()).await;
+    std::fs::write(home.join("config.toml"), local_provider(&on.base_url())).unwrap();
+    let env = [(KEY_VAR, KEY), (ORG_VAR, ORG)];
+    let args = ["--provider", "local", "--mode", "goal", "run", "list"];
+    let out = nanohermes(&home, &workspace, &args, &env).await;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let requests = on.requests();
+    let key = requests[0].body["prompt_cache_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(requests[1].body["prompt_cache_key"], key.as_str());
+    let session = key.strip_prefix("nanohermes-").unwrap();
+    assert!(
+        out.stderr.contains(session),
+        "the run names its session: {}",
+        out.stderr
+    );
+
+    let off = MockModel::start(script()).await;
+    std::fs::write(home.join("config.toml"), local_provider(&off.base_url())).unwrap();
+    let out = nanohermes(
+        &home,
+        &workspace,
+        &[&["--no-cache-key"], &args[..]].concat(),
+        &env,
+    )
+    .await;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let off_by_table = MockModel::start(script()).await;
+    let table = format!(
+        "{}prompt_cache_key = false\n",
+        local_provider(&off_by_table.base_url())
+    );
+    std::fs::write(home.join("config.toml"), table).unwrap();
+    let out = nanohermes(&home, &workspace, &args, &env).await;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    for request in off.requests().iter().chain(&off_by_table.requests()) {
+        assert!(
+            request.body.get("prompt_cache_key").is_none(),
+            "{}",
+            request.body
+        );
+    }
 }
 
 /// The built-in `anthropic` provider speaks Messages with `x-api-key`, and
