@@ -1,7 +1,10 @@
 //! The `RunEvents` of a prompt in an editor: every event becomes a
 //! `session/update` notification, and the calls of the current step are
 //! shared with the permission prompter, so a question names the tool call
-//! the editor already shows.
+//! the editor already shows. A call is announced `pending`, goes
+//! `in_progress` when it starts (with its step when the gates let it
+//! through unasked, else when the editor allows it: the prompter says so)
+//! and ends `completed` or `failed`.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
