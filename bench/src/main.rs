@@ -16,7 +16,9 @@
 //! (`nanohermes serve` start to the first `run_task` progress), `tools`
 //! (grep against rg, memory search at 100 000 memories), `sizes`, `ready`
 //! (each tool server's spawn → handshake answer → `tools/list` answer over
-//! stdio, both protocol eras, and its exit once stdin closes).
+//! stdio, both protocol eras, and its exit once stdin closes), `cache`,
+//! `acp` (`nanohermes acp` exec → `initialize` answered; the model's first
+//! token → the first `agent_message_chunk` on the agent's stdout).
 //!
 //! `--baseline PATH` runs every section with the agent at PATH too (say,
 //! a release build of an earlier commit), alternating with this build's
@@ -26,6 +28,7 @@
 // A benchmark prints its table.
 #![allow(clippy::print_stdout)]
 
+mod acp_start;
 mod agent_runs;
 mod bins;
 mod cache;
@@ -46,8 +49,8 @@ use bins::Bins;
 use stats::{Number, Table, bytes, median, quantile, show};
 
 /// Every section, in the order they run.
-const SECTIONS: [&str; 9] = [
-    "start", "loop", "calls", "rss", "serve", "tools", "sizes", "ready", "cache",
+const SECTIONS: [&str; 10] = [
+    "start", "loop", "calls", "rss", "serve", "tools", "sizes", "ready", "cache", "acp",
 ];
 
 /// The command line: `[--runs N] [--baseline PATH [--rounds N]] [SECTION...]`.
@@ -165,6 +168,7 @@ async fn run_section(
         "sizes" => sizes(bins, table),
         "ready" => ready_figures(bins, runs, table).await,
         "cache" => cache::figures(bins, table).await,
+        "acp" => acp(bins, runs, table).await,
         _ => unreachable!("checked by parse_args"),
     }
 }
@@ -421,6 +425,35 @@ async fn serve(bins: &Bins, runs: usize, table: &mut Table) -> anyhow::Result<()
         "`nanohermes serve` exec → 4-step run_task result",
         show(median(done.clone())),
         best(done.into_iter()),
+        "",
+    );
+    Ok(())
+}
+
+async fn acp(bins: &Bins, runs: usize, table: &mut Table) -> anyhow::Result<()> {
+    acp_start::run(bins).await?; // warm-up
+    let mut initialized = Vec::with_capacity(runs);
+    let mut chunks = Vec::with_capacity(runs * acp_start::PROMPTS);
+    for _ in 0..runs {
+        let run = acp_start::run(bins).await?;
+        initialized.push(run.initialized);
+        chunks.extend(run.first_chunks);
+    }
+    let p99 = quantile(&mut initialized.clone(), 0.99);
+    table.measure(
+        "`nanohermes acp` exec → `initialize` answered",
+        Number::Time(median(initialized)),
+        format!("p99 {}", show(p99)),
+        "",
+    );
+    let p99 = quantile(&mut chunks.clone(), 0.99);
+    table.measure(
+        &format!(
+            "`nanohermes acp` model's first token → first agent_message_chunk read ({} prompts per process)",
+            acp_start::PROMPTS
+        ),
+        Number::Time(median(chunks)),
+        format!("p99 {}", show(p99)),
         "",
     );
     Ok(())

@@ -241,7 +241,14 @@ impl Server {
         let rules = config.rules.clone();
         let step = sink::Step::default();
         let cancelled = Arc::new(AtomicBool::new(false));
-        let prompter = EditorPrompter::new(self.peer.clone(), &id, step.clone(), cancelled.clone());
+        let allowed = permission::Allowed::default();
+        let prompter = EditorPrompter::new(
+            self.peer.clone(),
+            &id,
+            step.clone(),
+            cancelled.clone(),
+            allowed.clone(),
+        );
         let approvals = Approvals::asking_async(Arc::new(prompter));
         let Started {
             agent, warnings, ..
@@ -251,7 +258,7 @@ impl Server {
         for warning in &warnings {
             tracing::warn!("session {id}: {warning}");
         }
-        let ui = AcpUi::new(self.peer.clone(), &id, workspace.clone(), step);
+        let ui = AcpUi::new(self.peer.clone(), &id, workspace.clone(), step, allowed);
         // The history goes to the editor before the answer, as
         // `session/load` requires.
         if !opened.file.messages.is_empty() {
@@ -305,7 +312,7 @@ impl Server {
                 .send(updates::chunk("agent_message_chunk", &reply));
             return Ok(json!({ "stopReason": "end_turn" }));
         }
-        let State { agent, ui, .. } = &mut *state;
+        let State { agent, ui, rules } = &mut *state;
         // A cancel that came between prompts does not stop this one.
         open.control.cancelled.store(false, Ordering::SeqCst);
         open.control.interrupt.take();
@@ -315,8 +322,10 @@ impl Server {
             .into_iter()
             .filter_map(|name| Some((name.clone(), tools.facts(&name)?)))
             .collect();
-        ui.inner().set_facts(facts);
+        ui.inner().set_tools(facts, rules.policy());
+        let before = agent.usage();
         let result = agent.run(&task, ui).await;
+        let usage = updates::turn_usage(before, agent.usage());
         let cancelled = open.control.cancelled.swap(false, Ordering::SeqCst);
         open.control.interrupt.take();
         let next_mode = open
@@ -331,7 +340,7 @@ impl Server {
         // A request that failed after a cancel is the cancel's doing.
         let summary = match result {
             Ok(summary) => summary,
-            Err(_) if cancelled => return Ok(json!({ "stopReason": "cancelled" })),
+            Err(_) if cancelled => return Ok(prompt_answer("cancelled", usage)),
             Err(e) => {
                 return Err(RpcError::internal(format!(
                     "the model request failed: {e}; the conversation was kept"
@@ -340,7 +349,7 @@ impl Server {
         };
         let reason =
             updates::stop_reason(summary.outcome, summary.finish_reason.as_deref(), cancelled);
-        Ok(json!({ "stopReason": reason }))
+        Ok(prompt_answer(reason, usage))
     }
 
     /// `session/cancel`: the prompt stops at its next step boundary (every
@@ -446,6 +455,16 @@ async fn run_command(state: &mut State, command: Command) -> String {
         Command::Help => commands::help(),
         Command::Exit => String::new(),
     }
+}
+
+/// A `session/prompt` answer: the stop reason, and the prompt's token
+/// usage when it is known ([`updates::turn_usage`]).
+fn prompt_answer(stop_reason: &str, usage: Option<Value>) -> Value {
+    let mut answer = json!({ "stopReason": stop_reason });
+    if let Some(usage) = usage {
+        answer["usage"] = usage;
+    }
+    answer
 }
 
 fn str_param<'a>(params: &'a Value, key: &str) -> Result<&'a str, RpcError> {

@@ -17,6 +17,7 @@ use nanohermes_core::policy::approval::{Answer, AsyncPrompter};
 
 use super::rpc::Peer;
 use super::sink::Step;
+use super::updates;
 
 /// Asks the editor about the calls of one session; clones share it.
 #[derive(Clone)]
@@ -30,16 +31,25 @@ struct Inner {
     rejected: Mutex<HashSet<String>>,
     /// Set by `session/cancel`: no more questions for this prompt.
     cancelled: Arc<AtomicBool>,
+    /// Tools answered "allow always" (shared with the sink, which then
+    /// knows their next calls run without a question).
+    allowed: Allowed,
 }
+
+/// The tools an editor answered "allow always" for in a session: the
+/// session's approvals run their calls without asking from then on.
+pub type Allowed = Arc<Mutex<HashSet<String>>>;
 
 impl EditorPrompter {
     /// Asks `peer` about session `session`'s calls, found in `step`;
-    /// `cancelled` answers no without asking.
+    /// `cancelled` answers no without asking; "allow always" answers are
+    /// noted in `allowed`.
     pub fn new(
         peer: Peer,
         session: &str,
         step: Step,
         cancelled: Arc<AtomicBool>,
+        allowed: Allowed,
     ) -> EditorPrompter {
         EditorPrompter(Arc::new(Inner {
             peer,
@@ -47,7 +57,20 @@ impl EditorPrompter {
             step,
             rejected: Mutex::default(),
             cancelled,
+            allowed,
         }))
+    }
+
+    /// Whether `arguments` are those of a call announced in this step (a
+    /// question about a protected write passes its own text instead, and
+    /// its "always" is not remembered).
+    fn is_announced(&self, tool: &str, arguments: &str) -> bool {
+        self.0
+            .step
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .any(|a| a.name == tool && a.arguments == arguments)
     }
 
     /// The `toolCall` of the question: the announced call with these
@@ -106,6 +129,7 @@ impl AsyncPrompter for EditorPrompter {
         let this = self.0.clone();
         let tool = tool.to_owned();
         let call = self.tool_call(&tool, arguments);
+        let remembered = self.is_announced(&tool, arguments);
         Box::pin(async move {
             let refused = this
                 .rejected
@@ -129,7 +153,24 @@ impl AsyncPrompter for EditorPrompter {
                 this.rejected
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
+                    .insert(tool.clone());
+            }
+            if answer == Answer::Always && remembered {
+                this.allowed
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
                     .insert(tool);
+            }
+            // Allowed: the call runs now. (A question that names no
+            // announced call has no id the editor knows.)
+            if answer != Answer::No
+                && let Some(id) = call.get("toolCallId").and_then(Value::as_str)
+                && !id.starts_with("permission-")
+            {
+                this.peer.notify(
+                    "session/update",
+                    updates::notification(&this.session, updates::tool_call_started(id)),
+                );
             }
             answer
         })
@@ -184,7 +225,7 @@ mod tests {
             arguments: r#"{"command":"ls"}"#.into(),
             update: json!({"sessionUpdate": "tool_call", "toolCallId": "c7", "title": "Run ls"}),
         });
-        let prompter = EditorPrompter::new(peer.clone(), "s", step, Arc::default());
+        let prompter = EditorPrompter::new(peer.clone(), "s", step, Arc::default(), Arc::default());
         let asking = tokio::spawn({
             let prompter = prompter.clone();
             async move { prompter.ask("run_command", r#"{"command":"ls"}"#).await }

@@ -1,16 +1,21 @@
 //! The `RunEvents` of a prompt in an editor: every event becomes a
 //! `session/update` notification, and the calls of the current step are
 //! shared with the permission prompter, so a question names the tool call
-//! the editor already shows.
+//! the editor already shows. A call is announced `pending`, goes
+//! `in_progress` when it starts (with its step when the gates let it
+//! through unasked, else when the editor allows it: the prompter says so)
+//! and ends `completed` or `failed`.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use nanohermes_core::events::RunEvents;
+use nanohermes_core::policy::{Policy, Verdict};
 use nanohermes_core::toolbox::ToolFacts;
 use nanohermes_llm::ToolCall;
 
+use super::permission::Allowed;
 use super::rpc::Peer;
 use super::updates::{self, FileEdit};
 
@@ -41,11 +46,23 @@ pub struct AcpUi {
     /// Files the announced calls will change, by call id.
     edits: HashMap<String, FileEdit>,
     step: Step,
+    /// The session's policy for the prompt running: which calls start
+    /// without a question.
+    policy: Policy,
+    /// The tools the editor allowed always.
+    allowed: Allowed,
 }
 
 impl AcpUi {
-    /// Reports session `session` (working in `workspace`) to `peer`.
-    pub fn new(peer: Peer, session: &str, workspace: PathBuf, step: Step) -> AcpUi {
+    /// Reports session `session` (working in `workspace`) to `peer`;
+    /// `allowed` is shared with the session's prompter.
+    pub fn new(
+        peer: Peer,
+        session: &str,
+        workspace: PathBuf,
+        step: Step,
+        allowed: Allowed,
+    ) -> AcpUi {
         AcpUi {
             peer,
             session: session.to_owned(),
@@ -53,13 +70,41 @@ impl AcpUi {
             facts: HashMap::new(),
             edits: HashMap::new(),
             step,
+            policy: Policy::default(),
+            allowed,
         }
     }
 
-    /// The tools' facts for the prompt about to run (their kinds and
-    /// which writes are diffs).
-    pub fn set_facts(&mut self, facts: HashMap<String, ToolFacts>) {
+    /// The tools' facts (their kinds and which writes are diffs) and the
+    /// policy for the prompt about to run.
+    pub fn set_tools(&mut self, facts: HashMap<String, ToolFacts>, policy: Policy) {
         self.facts = facts;
+        self.policy = policy;
+    }
+
+    /// Whether `call` starts running as soon as its step begins: the
+    /// agent's gates ([`nanohermes_core::agent::Agent::execute`]) let it
+    /// through without a question. A call asked about starts when the
+    /// editor allows it (the prompter says so); one refused never starts.
+    fn starts_at_once(&self, call: &ToolCall) -> bool {
+        let Some(facts) = self.facts.get(&call.name) else {
+            return false;
+        };
+        // A write to a protected path is asked about in every mode.
+        if facts.is_file_edit()
+            && nanohermes_builtins::protected_write(&facts.raw_name, &call.arguments).is_some()
+        {
+            return false;
+        }
+        match self.policy.check(&call.name, facts) {
+            Verdict::Run => true,
+            Verdict::Ask => self
+                .allowed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(&call.name),
+            Verdict::Refuse(_) => false,
+        }
     }
 
     /// Sends one update.
@@ -110,6 +155,14 @@ impl RunEvents for AcpUi {
                 update,
             });
         }
+        drop(step);
+        // Every call is announced first; then those the gates let through
+        // run (concurrently, when there are several).
+        for call in calls {
+            if self.starts_at_once(call) {
+                self.send(updates::tool_call_started(&call.id));
+            }
+        }
     }
 
     fn tool_call(&mut self, call: &ToolCall, result: &str) {
@@ -142,5 +195,115 @@ impl RunEvents for AcpUi {
     fn settled(&mut self) {
         self.step.lock().unwrap_or_else(|e| e.into_inner()).clear();
         self.edits.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nanohermes_config::Mode;
+    use serde_json::Value;
+
+    fn facts(server: &str, raw: &str, read_only: bool) -> ToolFacts {
+        ToolFacts {
+            read_only,
+            destructive: !read_only,
+            builtin: true,
+            server: server.into(),
+            raw_name: raw.into(),
+        }
+    }
+
+    fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        }
+    }
+
+    /// The (kind, call id, status) of every update sent.
+    fn sent(
+        rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
+    ) -> Vec<(String, String, String)> {
+        std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|line| {
+                let update =
+                    serde_json::from_str::<Value>(&line).unwrap()["params"]["update"].clone();
+                let field = |key: &str| update[key].as_str().unwrap_or_default().to_owned();
+                (field("sessionUpdate"), field("toolCallId"), field("status"))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn calls_the_gates_let_through_are_in_progress_when_their_step_begins() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let workspace = tempfile::tempdir().unwrap();
+        let allowed = Allowed::default();
+        let mut ui = AcpUi::new(
+            Peer::new(tx),
+            "s",
+            workspace.path().to_owned(),
+            Step::default(),
+            allowed.clone(),
+        );
+        let tools = HashMap::from([
+            ("read_file".to_owned(), facts("files", "read_file", true)),
+            ("write_file".to_owned(), facts("files", "write_file", false)),
+            (
+                "run_command".to_owned(),
+                facts("shell", "run_command", false),
+            ),
+        ]);
+        let step = [
+            call("c1", "read_file", r#"{"path":"a"}"#),
+            call("c2", "run_command", r#"{"command":"ls"}"#),
+            call(
+                "c3",
+                "write_file",
+                r#"{"path":".git/config","content":"x"}"#,
+            ),
+            call("c4", "nope", "{}"),
+        ];
+        let in_progress = |updates: &[(String, String, String)]| -> Vec<String> {
+            updates
+                .iter()
+                .filter(|(kind, _, status)| kind == "tool_call_update" && status == "in_progress")
+                .map(|(_, id, _)| id.clone())
+                .collect()
+        };
+        ui.set_tools(
+            tools.clone(),
+            Policy::new(Mode::Default, None, Vec::new(), false),
+        );
+        ui.step(1, &step);
+        let updates = sent(&mut rx);
+        // All four announced pending first, then the read starts: the
+        // command waits for the editor's answer, the protected write is
+        // asked about in every mode, the unknown tool never runs.
+        assert_eq!(
+            updates[..4]
+                .iter()
+                .map(|(k, _, s)| (k.as_str(), s.as_str()))
+                .collect::<Vec<_>>(),
+            [("tool_call", "pending"); 4]
+        );
+        assert_eq!(in_progress(&updates), ["c1"]);
+        // Once allowed always, the command starts at once too.
+        allowed.lock().unwrap().insert("run_command".into());
+        ui.step(2, &step);
+        assert_eq!(in_progress(&sent(&mut rx)), ["c1", "c2"]);
+        // In goal mode everything known runs but the protected write; in
+        // plan mode only the read.
+        ui.set_tools(
+            tools.clone(),
+            Policy::new(Mode::Goal, None, Vec::new(), false),
+        );
+        ui.step(3, &step);
+        assert_eq!(in_progress(&sent(&mut rx)), ["c1", "c2"]);
+        ui.set_tools(tools, Policy::new(Mode::Plan, None, Vec::new(), false));
+        ui.step(4, &step);
+        assert_eq!(in_progress(&sent(&mut rx)), ["c1"]);
     }
 }

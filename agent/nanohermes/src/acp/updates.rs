@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::rpc::RpcError;
 use nanohermes_core::toolbox::ToolFacts;
+use nanohermes_core::usage::UsageLedger;
 
 /// A `session/update` notification's params.
 pub fn notification(session: &str, update: Value) -> Value {
@@ -264,6 +265,11 @@ pub fn tool_call_done(id: &str, result: &str, edit: Option<(&FileEdit, String)>)
     })
 }
 
+/// A call that starts running now (it was announced `pending`).
+pub fn tool_call_started(id: &str) -> Value {
+    json!({ "sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress" })
+}
+
 /// The todo list a `todo_write` call set, as the editor's plan.
 pub fn plan(raw_input: &str) -> Option<Value> {
     let args = arguments(raw_input);
@@ -397,6 +403,53 @@ pub fn prompt_text(blocks: &Value) -> Result<String, RpcError> {
         return Err(RpcError::invalid_params("the prompt is empty"));
     }
     Ok(text)
+}
+
+/// A prompt's token usage as the `usage` of its `session/prompt` answer:
+/// the requests between `before` and `after` (the agent's ledger when
+/// the prompt began and ended). The field is ACP v1's unstable
+/// `PromptResponse.usage` (the end-turn token usage draft); a client of
+/// the stable schema, which does not forbid extra fields, ignores it.
+/// Input counts every input token, cached or not, and output every output
+/// token, reasoning included, so the total is their sum; the thought and
+/// cache figures are parts of them, sent when a server reported any.
+/// `None` when the prompt made no request or a request's server reported
+/// no usage: an unknown count is not sent as a smaller one.
+pub fn turn_usage(before: UsageLedger, after: UsageLedger) -> Option<Value> {
+    let requests = after.requests.saturating_sub(before.requests);
+    let unknown = after
+        .requests_without_usage
+        .saturating_sub(before.requests_without_usage);
+    if requests == 0 || unknown > 0 {
+        return None;
+    }
+    let delta = |after: u64, before: u64| after.saturating_sub(before);
+    let input = delta(after.prompt_tokens, before.prompt_tokens);
+    let output = delta(after.completion_tokens, before.completion_tokens);
+    let mut usage = json!({
+        "totalTokens": input + output,
+        "inputTokens": input,
+        "outputTokens": output,
+    });
+    for (key, tokens) in [
+        (
+            "thoughtTokens",
+            delta(after.reasoning_tokens, before.reasoning_tokens),
+        ),
+        (
+            "cachedReadTokens",
+            delta(after.cached_tokens, before.cached_tokens),
+        ),
+        (
+            "cachedWriteTokens",
+            delta(after.cache_write_tokens, before.cache_write_tokens),
+        ),
+    ] {
+        if tokens > 0 {
+            usage[key] = json!(tokens);
+        }
+    }
+    Some(usage)
 }
 
 /// ACP's stop reason for a finished run.
@@ -677,6 +730,47 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn a_prompts_usage_is_the_ledgers_growth_and_unknown_usage_is_not_sent() {
+        let before = UsageLedger {
+            requests: 2,
+            requests_without_usage: 0,
+            prompt_tokens: 1_000,
+            completion_tokens: 50,
+            cached_tokens: 400,
+            cache_write_tokens: 0,
+            reasoning_tokens: 5,
+        };
+        let after = UsageLedger {
+            requests: 4,
+            prompt_tokens: 3_500,
+            completion_tokens: 90,
+            cached_tokens: 1_600,
+            cache_write_tokens: 300,
+            reasoning_tokens: 5,
+            ..before
+        };
+        assert_eq!(
+            turn_usage(before, after),
+            Some(json!({
+                "totalTokens": 2_540,
+                "inputTokens": 2_500,
+                "outputTokens": 40,
+                "cachedReadTokens": 1_200,
+                "cachedWriteTokens": 300,
+            }))
+        );
+        // No request (a slash command, a cancel before the model), or one
+        // whose server reported nothing: no usage rather than a low one.
+        assert_eq!(turn_usage(after, after), None);
+        let unreported = UsageLedger {
+            requests: 5,
+            requests_without_usage: 1,
+            ..after
+        };
+        assert_eq!(turn_usage(after, unreported), None);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::support::fixture_server;
 use crate::support::history::{assert_history_valid, assert_requests_valid};
-use crate::support::mock_model::{MockModel, Step, Stop, call, text, tool_calls};
+use crate::support::mock_model::{Figures, MockModel, Step, Stop, call, text, tool_calls};
 
 /// The directory `scripts/acp-client` printed.
 fn client_dir() -> PathBuf {
@@ -116,9 +116,12 @@ fn updates<'a>(lines: &'a [Value], kind: &str, id: Option<&str>) -> Vec<&'a Valu
         .collect()
 }
 
-/// The one finished update of call `id`.
+/// The one finished update of call `id` (not the `in_progress` one).
 fn finished<'a>(lines: &'a [Value], id: &str) -> &'a Value {
-    let done = updates(lines, "tool_call_update", Some(id));
+    let done: Vec<&Value> = updates(lines, "tool_call_update", Some(id))
+        .into_iter()
+        .filter(|u| u["status"] != "in_progress")
+        .collect();
     assert_eq!(done.len(), 1, "one update for {id}: {done:?}");
     done[0]
 }
@@ -246,11 +249,43 @@ async fn a_prompt_reads_edits_as_a_diff_and_runs_a_command_the_editor_allowed_bu
     assert!(content_text(rejected).starts_with("ERROR: "), "{rejected}");
     assert!(!cwd.join("never.txt").exists());
 
+    // Each call went pending → in_progress → done, the asked ones only
+    // once the editor allowed them; the rejected one never ran.
+    let at = |pred: &dyn Fn(&Value) -> bool| lines.iter().position(pred);
+    let status_at = |id: &str, status: &str| {
+        at(&|l| {
+            l["update"]["toolCallId"] == id
+                && l["update"]["sessionUpdate"] == "tool_call_update"
+                && l["update"]["status"] == status
+        })
+    };
+    let asked_at =
+        |id: &str| at(&|l| l["event"] == "permission" && l["toolCall"]["toolCallId"] == id);
+    for (id, done) in [
+        ("c1", "completed"),
+        ("c2", "completed"),
+        ("c3", "completed"),
+    ] {
+        let announced =
+            at(&|l| l["update"]["toolCallId"] == id && l["update"]["sessionUpdate"] == "tool_call");
+        let started = status_at(id, "in_progress").unwrap_or_else(|| panic!("{id} started"));
+        assert!(
+            announced.unwrap() < started && started < status_at(id, done).unwrap(),
+            "{id}"
+        );
+        if id != "c1" {
+            assert!(
+                asked_at(id).unwrap() < started,
+                "{id} started after its answer"
+            );
+        }
+    }
+    assert_eq!(status_at("c4", "in_progress"), None);
     assert_eq!(joined(&lines, "agent_thought_chunk"), "let me think");
     assert_eq!(joined(&lines, "agent_message_chunk"), "all done");
     assert_eq!(
-        events(&lines, "prompt")[0]["result"],
-        json!({"stopReason": "end_turn"})
+        events(&lines, "prompt")[0]["result"]["stopReason"],
+        "end_turn"
     );
     assert_requests_valid(&setup.mock.requests());
     assert_history_valid(&setup.session_history(&session_id(&lines)));
@@ -283,13 +318,13 @@ async fn a_cancel_during_a_command_answers_cancelled_with_the_history_valid_and_
         )
         .await;
     let prompts = events(&lines, "prompt");
-    assert_eq!(prompts[0]["result"], json!({"stopReason": "cancelled"}));
+    assert_eq!(prompts[0]["result"]["stopReason"], "cancelled");
     // The command that was running was answered before the prompt ended.
     let done = finished(&lines, "c1");
     assert!(content_text(done).contains("slept"), "{done}");
     // The next prompt is not cancelled by the old request, and the model
     // never saw a request between the cancel and it.
-    assert_eq!(prompts[1]["result"], json!({"stopReason": "end_turn"}));
+    assert_eq!(prompts[1]["result"]["stopReason"], "end_turn");
     let requests = setup.mock.requests();
     assert_eq!(requests.len(), 2);
     assert_requests_valid(&requests);
@@ -490,8 +525,8 @@ async fn malformed_and_unknown_messages_are_answered_with_errors_and_the_session
     assert_eq!(errors[0]["code"], -32602);
     assert_eq!(events(&lines, "mode")[0]["result"], json!({}));
     let prompts = events(&lines, "prompt");
-    assert_eq!(prompts[0]["result"], json!({"stopReason": "end_turn"}));
-    assert_eq!(prompts[1]["result"], json!({"stopReason": "refusal"}));
+    assert_eq!(prompts[0]["result"]["stopReason"], "end_turn");
+    assert_eq!(prompts[1]["result"]["stopReason"], "refusal");
     assert_eq!(errors[1]["op"], "prompt");
     assert_eq!(errors[1]["code"], -32602);
     // The resource link and the embedded resource reached the model.
@@ -548,9 +583,18 @@ async fn allow_always_and_reject_always_hold_for_the_rest_of_the_session() {
     assert_eq!(finished(&lines, "c2")["status"], "completed");
     assert_eq!(finished(&lines, "c3")["status"], "failed");
     assert_eq!(finished(&lines, "c4")["status"], "failed");
+    // The command allowed always started with its step, unasked; the
+    // writes rejected always never started.
+    let started = |id: &str| {
+        updates(&lines, "tool_call_update", Some(id))
+            .iter()
+            .any(|u| u["status"] == "in_progress")
+    };
+    assert!(started("c1") && started("c2"));
+    assert!(!started("c3") && !started("c4"));
     assert!(!cwd.join("b.txt").exists() && !cwd.join("c.txt").exists());
     for prompt in events(&lines, "prompt") {
-        assert_eq!(prompt["result"], json!({"stopReason": "end_turn"}));
+        assert_eq!(prompt["result"]["stopReason"], "end_turn");
     }
 }
 
@@ -604,8 +648,99 @@ async fn slash_commands_are_offered_and_answered_without_the_model() {
         "{said}"
     );
     for prompt in events(&lines, "prompt") {
-        assert_eq!(prompt["result"], json!({"stopReason": "end_turn"}));
+        assert_eq!(prompt["result"]["stopReason"], "end_turn");
     }
     assert_eq!(setup.mock.requests().len(), 2);
     assert_eq!(setup.session_history(&session_id(&lines)).len(), 1);
+}
+
+/// The `$defs` of one of the SDK's copies of the ACP schema
+/// (`schema.json`: stable, `schema.unstable.json`: with the drafts).
+fn sdk_schema(file: &str) -> Value {
+    let path = client_dir()
+        .join("node_modules/@agentclientprotocol/sdk/schema/v1")
+        .join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str::<Value>(&text).unwrap()["$defs"].clone()
+}
+
+#[tokio::test]
+#[ignore = "needs the ACP client: scripts/acp-client"]
+async fn a_prompts_answer_carries_the_token_usage_its_model_requests_reported() {
+    let first = Figures {
+        input: 1_200,
+        output: 30,
+        cached: 800,
+        cache_write: 0,
+        reasoning: 12,
+    };
+    let second = Figures {
+        input: 1_500,
+        output: 7,
+        cached: 1_200,
+        cache_write: 0,
+        reasoning: 0,
+    };
+    let setup = Setup::new(vec![
+        tool_calls(&[call("c1", "read_file", json!({"path": "a.txt"}))])
+            .with_usage(first)
+            .into(),
+        text(&["read"]).with_usage(second).into(),
+    ])
+    .await;
+    let cwd = setup.cwd();
+    let lines = setup
+        .client(
+            "default",
+            json!([
+                {"op": "initialize"},
+                {"op": "new", "cwd": cwd},
+                prompt("read a.txt"),
+                prompt("/help"),
+            ]),
+        )
+        .await;
+    let answers = events(&lines, "prompt");
+    let usage = &answers[0]["result"]["usage"];
+    assert_eq!(
+        usage,
+        &json!({
+            "totalTokens": 2_737,
+            "inputTokens": 2_700,
+            "outputTokens": 37,
+            "thoughtTokens": 12,
+            "cachedReadTokens": 2_000,
+        }),
+        "{lines:?}"
+    );
+    // A slash command asks no model: no usage.
+    assert_eq!(answers[1]["result"], json!({"stopReason": "end_turn"}));
+    // The stable v1 client took the answer with the field (no error), and
+    // the field is the unstable schema's `PromptResponse.usage`, named as
+    // it names them.
+    assert_eq!(answers[0]["result"]["stopReason"], "end_turn");
+    let unstable = sdk_schema("schema.unstable.json");
+    let known = unstable["Usage"]["properties"].as_object().unwrap();
+    for key in usage.as_object().unwrap().keys() {
+        assert!(
+            known.contains_key(key),
+            "{key} is not in the schema's Usage"
+        );
+    }
+    for key in unstable["Usage"]["required"].as_array().unwrap() {
+        assert!(
+            usage.get(key.as_str().unwrap()).is_some(),
+            "{key} is required"
+        );
+    }
+    assert!(
+        unstable["PromptResponse"]["properties"]["usage"].is_object(),
+        "the unstable PromptResponse has usage"
+    );
+    // The stable schema does not forbid extra fields in the answer.
+    let stable = sdk_schema("schema.json");
+    assert_ne!(
+        stable["PromptResponse"]["additionalProperties"],
+        json!(false)
+    );
 }
