@@ -180,7 +180,7 @@ mod tests {
             DomainList::parse(&["B.com.", "*.a.com", "b.com"])
                 .unwrap()
                 .entries(),
-            ["*.a.com", "b.com"]
+            ["b.com", "*.a.com"]
         );
     }
 }

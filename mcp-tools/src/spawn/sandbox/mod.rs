@@ -281,7 +281,7 @@ pub struct SandboxArgs {
     pub sandbox_allowlist: bool,
     /// A domain commands may reach with --sandbox-allowlist (`crates.io`, or
     /// `*.crates.io` for the names below it). Repeatable.
-    #[arg(long, value_name = "DOMAIN", requires = "sandbox_allowlist")]
+    #[arg(long, value_name = "DOMAIN", requires = "sandbox_allowlist", value_parser = domain_entry)]
     pub sandbox_allowed_domain: Vec<String>,
     /// With --sandbox-allowlist: let listed names resolve to loopback,
     /// private and link-local addresses.
@@ -296,25 +296,28 @@ pub struct SandboxArgs {
 }
 
 impl SandboxArgs {
-    /// The policy these flags describe; `Err` names a bad domain.
-    pub fn policy(&self) -> Result<SandboxPolicy, String> {
-        let allowlist = if self.sandbox_allowlist {
-            Some(Allowlist {
-                domains: DomainList::parse(&self.sandbox_allowed_domain)?,
-                allow_private_network: self.sandbox_allow_private_network,
-            })
-        } else {
-            None
-        };
-        Ok(SandboxPolicy {
+    /// The policy these flags describe.
+    pub fn policy(&self) -> SandboxPolicy {
+        let allowlist = self.sandbox_allowlist.then(|| Allowlist {
+            // Each entry was checked by clap ([`domain_entry`]); were one
+            // bad, the list would allow nothing rather than more.
+            domains: DomainList::parse(&self.sandbox_allowed_domain).unwrap_or_default(),
+            allow_private_network: self.sandbox_allow_private_network,
+        });
+        SandboxPolicy {
             mode: self.sandbox,
             network: self.sandbox_network,
             allowlist,
             writable: self.sandbox_writable.clone(),
             when_unavailable: self.sandbox_unavailable,
             temp_dir: None,
-        })
+        }
     }
+}
+
+/// Checks one `--sandbox-allowed-domain` entry.
+fn domain_entry(text: &str) -> Result<String, String> {
+    DomainList::parse(&[text]).map(|_| text.to_owned())
 }
 
 /// A policy bound to a workspace root and to what this system supports:
@@ -700,6 +703,20 @@ impl Sandbox {
             return None;
         }
         denial::note(&self.policy, output)
+    }
+
+    /// The note for a command's result when the network allowlist refused
+    /// it `refused` hosts ([`super::ProcessTree::refused_domains`]):
+    /// which, and that the user decides; `None` when there were none.
+    pub fn refused_note(refused: &[String]) -> Option<String> {
+        (!refused.is_empty()).then(|| {
+            format!(
+                "note: the sandbox's network allowlist refused this command's connections to: {}. \
+                 Do not retry or work around it: if the task needs them, ask the user to add them \
+                 to sandbox_allowed_domains in ~/.nanohermes/config.toml",
+                refused.join(", ")
+            )
+        })
     }
 
     /// The writable hierarchies: by mode, then the devices every program
