@@ -198,8 +198,10 @@ pub struct Settings {
     pub always_load_tools: Option<Vec<String>>,
     /// The commands' sandbox mode (the user's config only).
     pub sandbox: Option<mcp_tools::spawn::SandboxMode>,
-    /// Commands may use TCP.
-    pub sandbox_network: Option<bool>,
+    /// Commands' network: none, all, or the allowlist.
+    pub sandbox_network: Option<crate::raw::SandboxNetwork>,
+    /// The allowlist's domains, as written.
+    pub sandbox_allowed_domains: Option<Vec<String>>,
     /// More paths commands may write, as written.
     pub sandbox_writable: Option<Vec<String>>,
     /// Refuse or warn when the sandbox cannot be enforced.
@@ -477,6 +479,7 @@ fn apply_file(
         always_load_tools,
         sandbox,
         sandbox_network,
+        sandbox_allowed_domains,
         sandbox_writable,
         sandbox_unavailable
     );
