@@ -28,6 +28,9 @@ pub struct FetchConfig {
     pub allow_private_network: bool,
     /// Non-public hosts the user lets through one by one (`--allow-fetch-host`).
     pub allowed_hosts: Vec<AllowedHost>,
+    /// With a list, only its domains are fetched (`web_allowed_domains`;
+    /// the matcher the sandbox's allowlist uses).
+    pub allowed_domains: Option<mcp_tools::net::DomainList>,
     /// DER-encoded CA certificates trusted besides the system's (a company
     /// CA; the tests' own CA for their https server).
     pub extra_root_certificates: Vec<Vec<u8>>,
@@ -45,6 +48,7 @@ impl Default for FetchConfig {
             max_max_bytes: 10_000_000,
             allow_private_network: false,
             allowed_hosts: Vec::new(),
+            allowed_domains: None,
             extra_root_certificates: Vec::new(),
         }
     }
@@ -232,7 +236,8 @@ impl Fetcher {
             .iter()
             .map(|der| reqwest::Certificate::from_der(der))
             .collect::<Result<_, _>>()?;
-        let guard = NetworkGuard::new(config.allow_private_network, config.allowed_hosts.clone());
+        let guard = NetworkGuard::new(config.allow_private_network, config.allowed_hosts.clone())
+            .with_domains(config.allowed_domains.clone());
         Ok(Self {
             client: Arc::new(OnceLock::new()),
             roots,
