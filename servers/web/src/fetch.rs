@@ -54,6 +54,18 @@ impl Default for FetchConfig {
     }
 }
 
+/// What follows a refusal: for an address, that only public ones are
+/// reached and who can change it; an unlisted host's reason says it all.
+fn hint(reason: &Refusal) -> &'static str {
+    match reason {
+        Refusal::NotListed { .. } => "",
+        _ => {
+            "; web_fetch reaches only public addresses \
+             (the user can allow private networks with --allow-private-network)"
+        }
+    }
+}
+
 /// A fetched page.
 #[derive(Debug, Clone)]
 pub struct Page {
@@ -115,10 +127,7 @@ pub enum FetchError {
         target: String,
     },
     /// The URL, a redirect, or the address a name resolved to is not public.
-    #[error(
-        "refused {what}: {reason}; web_fetch reaches only public addresses \
-         (the user can allow private networks with --allow-private-network)"
-    )]
+    #[error("refused {what}: {reason}{}", hint(reason))]
     Refused {
         /// The URL refused (`http://10.0.0.1/`), the redirect target with
         /// where it came from, or `a redirect from URL` when the resolver
