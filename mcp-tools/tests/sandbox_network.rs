@@ -16,7 +16,10 @@ use std::time::Duration;
 
 use mcp_tools::net::proxy::Resolving;
 use mcp_tools::net::{Allowlist, DomainList, Resolve};
-use mcp_tools::spawn::{self, Confined, EnvPolicy, Sandbox, SandboxMode, SandboxPolicy};
+use mcp_tools::spawn::sandbox::Support;
+use mcp_tools::spawn::{
+    self, Confined, EnvPolicy, Sandbox, SandboxMode, SandboxPolicy, WhenUnavailable,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Test names, all at 127.0.0.1.
@@ -391,4 +394,103 @@ async fn pip_downloads_from_a_simple_index_through_the_proxy() {
         "{text}"
     );
     assert!(refused.is_empty());
+}
+
+/// `sandbox` with `sandbox_unavailable = "warn"`.
+fn warn(sandbox_of: Sandbox, root: &Path, support: Option<Support>) -> Sandbox {
+    let policy = SandboxPolicy {
+        when_unavailable: WhenUnavailable::Warn,
+        ..sandbox_of.policy().clone()
+    };
+    match support {
+        Some(support) => Sandbox::with_support(policy, root, support),
+        None => Sandbox::new(policy, root),
+    }
+    .with_resolver(resolver())
+}
+
+/// This system's Landlock, without namespaces.
+fn no_namespaces() -> Support {
+    Support {
+        namespaces: Err("simulated".to_owned()),
+        ..Support::known()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_namespace_the_allowlist_refuses_or_runs_offline_never_open() {
+    let (_base, root) = workspace();
+    let server = http_server().await;
+    let listed = sandbox(&root, &["allowed.test", "127.0.0.1"], true);
+    let refusing = Sandbox::with_support(listed.policy().clone(), &root, no_namespaces());
+    let mut command = spawn::command("true", &EnvPolicy::ScrubSecrets);
+    let refusal = refusing.confine(&mut command).unwrap_err();
+    assert!(
+        refusal.contains("the command was not run") && refusal.contains("the network allowlist"),
+        "{refusal}"
+    );
+
+    let warning = warn(listed, &root, Some(no_namespaces()));
+    let mut command = spawn::command("sh", &EnvPolicy::ScrubSecrets);
+    let script = format!("curl -sS --max-time 5 --noproxy '*' http://{server}/");
+    command
+        .arg("-c")
+        .arg(&script)
+        .current_dir(&root)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let Ok(Confined::Partly(text)) = warning.confine(&mut command) else {
+        panic!("not a warning");
+    };
+    assert!(
+        text.contains("without it they run with no network"),
+        "{text}"
+    );
+    let (child, _tree) = command.spawn().unwrap();
+    let out = child.wait_with_output().await.unwrap();
+    let output = String::from_utf8_lossy(&out.stdout);
+    // Landlock (ABI 4) refuses TCP; an older kernel cannot, and says so.
+    if Support::known().landlock_abi >= 4 {
+        assert!(
+            !out.status.success() && !output.contains("hello"),
+            "{output}"
+        );
+    } else {
+        assert!(text.contains("cannot enforce either"), "{text}");
+    }
+}
+
+#[test]
+fn without_a_runtime_for_its_proxy_a_command_is_refused_or_runs_offline() {
+    let (_base, root) = workspace();
+    let listed = sandbox(&root, &["allowed.test"], true);
+    // No tokio runtime here: the proxy cannot be served.
+    let mut command = spawn::command("true", &EnvPolicy::ScrubSecrets);
+    let refusal = listed.confine(&mut command).unwrap_err();
+    assert!(
+        refusal.contains("its proxy cannot be started") && refusal.contains("no async runtime"),
+        "{refusal}"
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let warning = warn(listed, &root, None);
+    let mut command = spawn::command("sh", &EnvPolicy::ScrubSecrets);
+    command
+        .arg("-c")
+        .arg("curl -sS --max-time 5 http://allowed.test/ || echo offline; env | grep -c 127.0.0.1:3128 || true")
+        .current_dir(&root)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let Ok(Confined::Partly(text)) = warning.confine(&mut command) else {
+        panic!("not a warning");
+    };
+    assert!(text.contains("its proxy cannot be started"), "{text}");
+    let out = runtime.block_on(async {
+        let (child, _tree) = command.spawn().unwrap();
+        child.wait_with_output().await.unwrap()
+    });
+    // No proxy variables were set, and nothing was reached.
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "offline\n0\n");
 }

@@ -202,6 +202,8 @@ pub struct Settings {
     pub sandbox_network: Option<crate::raw::SandboxNetwork>,
     /// The allowlist's domains, as written.
     pub sandbox_allowed_domains: Option<Vec<String>>,
+    /// The only domains `web_fetch` reaches, as written (unset: all).
+    pub web_allowed_domains: Option<Vec<String>>,
     /// More paths commands may write, as written.
     pub sandbox_writable: Option<Vec<String>>,
     /// Refuse or warn when the sandbox cannot be enforced.
@@ -481,7 +483,8 @@ fn apply_file(
         sandbox_network,
         sandbox_allowed_domains,
         sandbox_writable,
-        sandbox_unavailable
+        sandbox_unavailable,
+        web_allowed_domains
     );
     add_unique(&mut settings.deny, raw.deny.unwrap_or_default());
     for (event, groups) in raw.hooks.unwrap_or_default() {

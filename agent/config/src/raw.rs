@@ -97,6 +97,9 @@ pub struct RawConfig {
     /// When the kernel cannot enforce the sandbox: "refuse" commands
     /// [default] or "warn" and run them without it.
     pub sandbox_unavailable: Option<mcp_tools::spawn::WhenUnavailable>,
+    /// The only domains `web_fetch` reaches, e.g. ["docs.rs", "*.rust-lang.org"]
+    /// (`*.x`: the names below x) [default: unset, every public host].
+    pub web_allowed_domains: Option<Vec<String>>,
     /// The MCP servers, by name; a name's tools are `NAME__TOOL`.
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, RawServer>,
@@ -415,15 +418,20 @@ const SANDBOX_KEYS: &[&str] = &[
     "sandbox_allowed_domains",
     "sandbox_writable",
     "sandbox_unavailable",
+    "web_allowed_domains",
 ];
 
 /// Parses one config file; `file` is its name as shown in errors.
 pub fn parse(file: &str, text: &str, kind: FileKind) -> Result<RawConfig, ConfigError> {
     let doc = Located::parse(file, text)?;
     let raw: RawConfig = toml::from_str(text).map_err(|e| doc.explain(&e))?;
-    if let Some(domains) = &raw.sandbox_allowed_domains {
-        mcp_tools::net::DomainList::parse(domains)
-            .map_err(|e| doc.error_at(&["sandbox_allowed_domains"], e))?;
+    for (key, domains) in [
+        ("sandbox_allowed_domains", &raw.sandbox_allowed_domains),
+        ("web_allowed_domains", &raw.web_allowed_domains),
+    ] {
+        if let Some(domains) = domains {
+            mcp_tools::net::DomainList::parse(domains).map_err(|e| doc.error_at(&[key], e))?;
+        }
     }
     if kind == FileKind::Project {
         for key in SANDBOX_KEYS {
@@ -433,7 +441,7 @@ pub fn parse(file: &str, text: &str, kind: FileKind) -> Result<RawConfig, Config
                     format!(
                         "{key} is read only from your own config ($NANOHERMES_HOME/config.toml), \
                          not from a project's: a repository must not loosen the sandbox its \
-                         commands run in; move it to your own config"
+                         commands run in nor where web_fetch goes; move it to your own config"
                     ),
                 ));
             }
@@ -563,7 +571,7 @@ mod tests {
              project_doc_fallback_filenames, max_agent_depth, compact_threshold_chars, \
              compact_keep_messages, memory, tool_search, tool_budget_bytes, tool_budget_count, \
              always_load_tools, sandbox, sandbox_network, sandbox_allowed_domains, \
-             sandbox_writable, sandbox_unavailable, \
+             sandbox_writable, sandbox_unavailable, web_allowed_domains, \
              mcp_servers, projects"
         );
     }

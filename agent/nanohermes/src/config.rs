@@ -368,6 +368,11 @@ impl Config {
             max_agent_depth,
             deferral,
             sandbox,
+            // Checked when the file was read ([`nanohermes_config::raw::parse`]).
+            web_allowed_domains: settings
+                .web_allowed_domains
+                .as_deref()
+                .map(|d| mcp_tools::net::DomainList::parse(d).unwrap_or_default()),
             ..hub_config(&workspace, options, settings.servers)
         };
         let defaults = CompactionConfig::default();

@@ -264,3 +264,36 @@ async fn the_allowlist_is_named_at_start_and_in_mcp_list_and_a_refused_host_in_t
         "{result}"
     );
 }
+
+#[tokio::test]
+async fn web_allowed_domains_reaches_web_fetch() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "web_allowed_domains = [\"docs.rs\"]\n",
+    )
+    .unwrap();
+    let home = home.path().to_str().unwrap().to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = workspace_arg(dir.path());
+    let mock = MockModel::start(vec![
+        tool_calls(&[call(
+            "c1",
+            "web_fetch",
+            json!({ "url": "https://unlisted.example/" }),
+        )])
+        .into(),
+        text(&["done"]).into(),
+    ])
+    .await;
+    let url = mock.base_url();
+    let mut env = on_mock(&mock, &url);
+    env.push(("NANOHERMES_HOME", &home));
+    let run = nanohermes(&["run", "--workspace", &workspace, "go"], &env).await;
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    let result = tool_result(mock.requests()[1].messages(), "c1").to_owned();
+    assert!(
+        result.contains("unlisted.example is not in web_allowed_domains"),
+        "{result}"
+    );
+}
