@@ -819,3 +819,71 @@ impl FirstTry {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        sandbox: SandboxArgs,
+    }
+
+    /// What a built-in run as a child process is given is what the agent
+    /// holds, the allowlist included.
+    #[test]
+    fn policies_survive_the_flags_of_a_child_server() {
+        let allowlist = Allowlist {
+            domains: DomainList::parse(&["crates.io", "*.crates.io"]).unwrap(),
+            allow_private_network: true,
+        };
+        for policy in [
+            SandboxPolicy::default(),
+            SandboxPolicy {
+                network: true,
+                ..SandboxPolicy::default()
+            },
+            SandboxPolicy {
+                allowlist: Some(allowlist.clone()),
+                writable: vec![PathBuf::from("/w")],
+                when_unavailable: WhenUnavailable::Warn,
+                ..SandboxPolicy::default()
+            },
+            SandboxPolicy {
+                allowlist: Some(Allowlist {
+                    allow_private_network: false,
+                    ..allowlist
+                }),
+                mode: SandboxMode::ReadOnly,
+                ..SandboxPolicy::default()
+            },
+        ] {
+            let args = std::iter::once("x".to_owned()).chain(policy.to_args());
+            let parsed = Flags::try_parse_from(args).unwrap().sandbox.policy();
+            assert_eq!(parsed, policy);
+        }
+        assert!(
+            Flags::try_parse_from([
+                "x",
+                "--sandbox-allowlist",
+                "--sandbox-allowed-domain",
+                "a/b"
+            ])
+            .is_err()
+        );
+        assert_eq!(
+            SandboxPolicy {
+                allowlist: Some(Allowlist {
+                    domains: DomainList::parse(&["crates.io"]).unwrap(),
+                    allow_private_network: false,
+                }),
+                ..SandboxPolicy::default()
+            }
+            .describe(),
+            "workspace-write, network allowlist (1 domain)"
+        );
+    }
+}
