@@ -16,7 +16,9 @@
 //! (`nanohermes serve` start to the first `run_task` progress), `tools`
 //! (grep against rg, memory search at 100 000 memories), `sizes`, `ready`
 //! (each tool server's spawn → handshake answer → `tools/list` answer over
-//! stdio, both protocol eras, and its exit once stdin closes).
+//! stdio, both protocol eras, and its exit once stdin closes), `proxy`
+//! (a GET and a download on loopback, direct and through the sandbox's
+//! network allowlist).
 //!
 //! `--baseline PATH` runs every section with the agent at PATH too (say,
 //! a release build of an earlier commit), alternating with this build's
@@ -32,6 +34,7 @@ mod calls;
 #[path = "../../agent/nanohermes/tests/support/mock_model.rs"]
 #[allow(dead_code, missing_docs, unreachable_pub)]
 mod mock_model;
+mod proxy;
 mod ready;
 mod serve_start;
 mod stats;
@@ -45,8 +48,8 @@ use bins::Bins;
 use stats::{Number, Table, bytes, median, quantile, show};
 
 /// Every section, in the order they run.
-const SECTIONS: [&str; 8] = [
-    "start", "loop", "calls", "rss", "serve", "tools", "sizes", "ready",
+const SECTIONS: [&str; 9] = [
+    "start", "loop", "calls", "rss", "serve", "tools", "sizes", "ready", "proxy",
 ];
 
 /// The command line: `[--runs N] [--baseline PATH [--rounds N]] [SECTION...]`.
@@ -163,6 +166,7 @@ async fn run_section(
         "tools" => tool_figures(bins, table).await,
         "sizes" => sizes(bins, table),
         "ready" => ready_figures(bins, runs, table).await,
+        "proxy" => proxy::figures(runs, table).await,
         _ => unreachable!("checked by parse_args"),
     }
 }
