@@ -9,8 +9,9 @@
 //! - `CONNECT host:port` (HTTPS, and anything tunnelled): a tunnel to the
 //!   host, bytes copied both ways (TLS stays end to end);
 //! - an absolute-form request (`GET http://host/path HTTP/1.1`, plain
-//!   HTTP): forwarded in origin form with `Connection: close`, so a second
-//!   request for another host can never ride the same connection;
+//!   HTTP): forwarded in origin form with `Connection: close` and the
+//!   URL's own `Host` (a client's other `Host` would ask a shared front
+//!   end for an unlisted site);
 //! - anything else: `400`.
 //!
 //! Only hosts the [`DomainList`] allows are reached; the proxy resolves
@@ -323,11 +324,13 @@ impl Request {
         };
         let (host, port) = split_authority(authority, Some(80))
             .ok_or_else(|| Answer::bad("the URL has no valid host"))?;
-        let mut headers = Vec::new();
-        let mut has_host = false;
+        // The checked host is the one asked for: the client's `Host`
+        // lines are replaced by the URL's authority.
+        let mut headers = vec![format!("Host: {authority}")];
         for line in lines {
             let name = line.split(':').next().unwrap_or_default().trim();
             if [
+                "host",
                 "proxy-connection",
                 "proxy-authorization",
                 "connection",
@@ -338,11 +341,7 @@ impl Request {
             {
                 continue;
             }
-            has_host |= name.eq_ignore_ascii_case("host");
             headers.push(line.to_owned());
-        }
-        if !has_host {
-            headers.insert(0, format!("Host: {authority}"));
         }
         Ok(Request {
             tunnel: false,
@@ -476,7 +475,7 @@ mod tests {
         assert!(r.tunnel);
         assert_eq!((r.host.as_str(), r.port), ("static.crates.io", 443));
         let r = Request::parse(
-            "GET http://example.com:8080/a?b HTTP/1.1\r\nHost: example.com:8080\r\n\
+            "GET http://example.com:8080/a?b HTTP/1.1\r\nHost: unlisted.example\r\n\
              Proxy-Connection: keep-alive\r\nAccept: */*\r\n\r\n",
         )
         .ok()

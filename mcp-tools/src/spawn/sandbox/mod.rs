@@ -489,11 +489,11 @@ impl Sandbox {
             if self.policy.proxied().is_some() {
                 missing.push(format!(
                     "the network allowlist (commands reach the proxy only from a network \
-                     namespace of their own: {why}; without it they run with no network{})",
+                     namespace of their own: {why}; without it they run with {})",
                     if abi >= rules::NET_ABI {
-                        " but UDP and DNS"
+                        "no TCP (Landlock), but UDP and DNS are not refused"
                     } else {
-                        ", which this kernel cannot enforce either"
+                        "the whole network: this kernel's Landlock cannot refuse TCP either"
                     }
                 ));
             } else if !self.policy.network {
