@@ -45,6 +45,7 @@ fn resolver() -> Arc<dyn Resolve> {
         ("unlisted.test", loopback),
         ("pypi.test", loopback),
         ("git.test", loopback),
+        ("secure.test", loopback),
     ])))
 }
 
@@ -501,4 +502,78 @@ fn without_a_runtime_for_its_proxy_a_command_is_refused_or_runs_offline() {
     });
     // No proxy variables were set, and nothing was reached.
     assert_eq!(String::from_utf8_lossy(&out.stdout), "offline\n0\n");
+}
+
+/// `openssl s_server -www` for `name` with a fresh self-signed
+/// certificate in `dir`, on a free loopback port; killed on drop.
+struct TlsServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl TlsServer {
+    fn start(dir: &Path, name: &str) -> TlsServer {
+        sh(
+            dir,
+            &format!(
+                "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -keyout key.pem -out cert.pem \
+                 -subj /CN={name} -addext subjectAltName=DNS:{name} 2>/dev/null"
+            ),
+        );
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = std::process::Command::new("openssl")
+            .args([
+                "s_server", "-quiet", "-www", "-cert", "cert.pem", "-key", "key.pem",
+            ])
+            .args(["-accept", &format!("127.0.0.1:{port}")])
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "s_server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        TlsServer { child, port }
+    }
+}
+
+impl Drop for TlsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_goes_through_connect_with_tls_end_to_end() {
+    let (_base, root) = workspace();
+    let served = outside();
+    let server = TlsServer::start(served.path(), "secure.test");
+    let cert = served.path().join("cert.pem");
+    let sandbox = sandbox(&root, &["secure.test"], true);
+    // The certificate is checked for the listed name: the tunnel carries
+    // TLS untouched.
+    let script = format!(
+        "curl -sS --max-time 20 --cacert '{}' -o page https://secure.test:{}/ && head -c 200 page",
+        cert.display(),
+        server.port
+    );
+    let (ok, text, refused) = run(&sandbox, &root, &script).await;
+    assert!(ok && text.contains("s_server"), "{text}");
+    assert!(refused.is_empty());
+    let unlisted = self::sandbox(&root, &["other.test"], true);
+    let (ok, text, refused) = run(&unlisted, &root, &script).await;
+    assert!(!ok && !text.contains("s_server"), "{text}");
+    assert_eq!(refused, ["secure.test"]);
 }
