@@ -77,6 +77,16 @@
 //!   its group from outside ends it and everything it started at once;
 //! - `danger-full-access` confines and contains nothing: a process started
 //!   with `setsid env -i` there can outlive the agent.
+//! - the network allowlist judges the name a client asks for (the
+//!   `CONNECT` line, the URL of a plain request) and the addresses it
+//!   resolves to, on any port; inside a TLS tunnel it sees nothing, so a
+//!   shared front end (a CDN) that routes by the encrypted `Host` can be
+//!   asked for a site it also serves; a tool that ignores the proxy
+//!   variables has no network at all;
+//! - the proxy's socket is a pathname Unix socket in a private directory
+//!   of the agent's user: a process of that user that finds it while the
+//!   command runs (another command, with the network off) can use it, to
+//!   the same listed domains.
 
 pub(super) mod child;
 mod contain;
