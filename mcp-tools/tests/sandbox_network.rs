@@ -283,7 +283,8 @@ async fn nothing_but_the_proxy_leaves_the_namespace() {
     );
 }
 
-/// `python3 -m http.server` over `dir` on a loopback port; killed on drop.
+/// `python3 -m http.server` over `dir` on a loopback port (with `--cgi`,
+/// running `dir/cgi-bin/*`); killed on drop.
 struct StaticServer {
     child: std::process::Child,
     port: u16,
@@ -291,8 +292,13 @@ struct StaticServer {
 
 impl StaticServer {
     fn start(dir: &Path) -> StaticServer {
+        StaticServer::start_with(dir, &[])
+    }
+
+    fn start_with(dir: &Path, flags: &[&str]) -> StaticServer {
         let mut child = std::process::Command::new("python3")
             .args(["-u", "-m", "http.server", "0", "--bind", "127.0.0.1"])
+            .args(flags)
             .current_dir(dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -331,29 +337,49 @@ fn sh(dir: &Path, script: &str) {
     assert!(status.success(), "{script}");
 }
 
+/// A served directory outside the workspace and the sandbox's temp
+/// directory, readable by anyone: python's CGI runs scripts as `nobody`
+/// when it runs as root.
+fn served_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::Builder::new()
+        .prefix("nanohermes-served-")
+        .tempdir()
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn git_clones_over_http_through_the_proxy() {
+async fn git_clones_over_smart_http_through_the_proxy() {
     let (_base, root) = workspace();
-    let served = outside();
+    let served = served_dir();
+    // git's own smart HTTP server (`git http-backend`, as CGI): the clone
+    // POSTs its wants through the proxy.
     sh(
         served.path(),
         "git init -q src && cd src && echo hi > f && git add f && \
          git -c user.name=t -c user.email=t@t commit -qm one && cd .. && \
-         git clone -q --bare src repo.git && cd repo.git && git update-server-info",
+         git clone -q --bare src repo.git && mkdir cgi-bin && \
+         printf '#!/bin/sh\\nexport GIT_PROJECT_ROOT=%s GIT_HTTP_EXPORT_ALL=1 HOME=/nonexistent \
+         GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0=*\\nexec %s/git-http-backend\\n' \
+         \"$PWD\" \"$(git --exec-path)\" > cgi-bin/git && chmod 755 cgi-bin/git && chmod -R a+rX .",
     );
-    let server = StaticServer::start(served.path());
+    let server = StaticServer::start_with(served.path(), &["--cgi"]);
     let sandbox = sandbox(&root, &["git.test"], true);
     let script = format!(
-        "git clone -q http://git.test:{}/repo.git copy && cat copy/f",
+        "GIT_TRACE_CURL=1 GIT_TRACE_CURL_NO_DATA=1 git clone -q \
+         http://git.test:{}/cgi-bin/git/repo.git copy 2>trace && cat copy/f && \
+         grep -c 'POST http://git.test:[0-9]*/cgi-bin/git/repo.git/git-upload-pack' trace",
         server.port
     );
     let (ok, text, refused) = run(&sandbox, &root, &script).await;
-    assert!(ok && text == "hi\n", "{text}");
+    assert!(ok && text == "hi\n1\n", "{text}");
     assert!(refused.is_empty());
     // Without the name on the list, the clone fails with the proxy's 403.
     let sandbox = self::sandbox(&root, &["pypi.test"], true);
     let script = format!(
-        "git clone -q http://git.test:{}/repo.git other",
+        "git clone -q http://git.test:{}/cgi-bin/git/repo.git other",
         server.port
     );
     let (ok, text, refused) = run(&sandbox, &root, &script).await;
