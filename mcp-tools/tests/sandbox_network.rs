@@ -46,6 +46,7 @@ fn resolver() -> Arc<dyn Resolve> {
         ("pypi.test", loopback),
         ("git.test", loopback),
         ("secure.test", loopback),
+        ("npm.test", loopback),
     ])))
 }
 
@@ -602,4 +603,48 @@ async fn https_goes_through_connect_with_tls_end_to_end() {
     let (ok, text, refused) = run(&unlisted, &root, &script).await;
     assert!(!ok && !text.contains("s_server"), "{text}");
     assert_eq!(refused, ["secure.test"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn npm_installs_from_a_registry_through_the_proxy() {
+    let (_base, root) = workspace();
+    let served = outside();
+    sh(
+        served.path(),
+        "mkdir package && echo 'module.exports = \"leashed\";' > package/index.js && \
+         echo '{\"name\":\"leash\",\"version\":\"1.0.0\",\"main\":\"index.js\"}' > package/package.json && \
+         tar -czf leash-1.0.0.tgz package",
+    );
+    let server = StaticServer::start(served.path());
+    let integrity = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("printf sha512-; openssl dgst -sha512 -binary leash-1.0.0.tgz | base64 -w0; echo; sha1sum leash-1.0.0.tgz | cut -d' ' -f1")
+        .current_dir(served.path())
+        .output()
+        .unwrap();
+    let sums = String::from_utf8(integrity.stdout).unwrap();
+    let mut sums = sums.lines();
+    let (integrity, shasum) = (sums.next().unwrap(), sums.next().unwrap());
+    let metadata = npm_document(server.port, integrity, shasum);
+    std::fs::write(served.path().join("leash"), metadata).unwrap();
+    let sandbox = sandbox(&root, &["npm.test"], true);
+    let script = format!(
+        "npm install --no-audit --no-fund --no-update-notifier --cache \"$PWD/.npm-cache\" \
+         --registry http://npm.test:{}/ leash >/dev/null 2>npm.err || cat npm.err; \
+         node -e 'console.log(require(\"leash\"))'",
+        server.port
+    );
+    let (ok, text, refused) = run(&sandbox, &root, &script).await;
+    assert!(ok && text == "leashed\n", "{text}");
+    assert!(refused.is_empty());
+}
+
+/// The registry's document for `leash` 1.0.0, its tarball on `port`.
+fn npm_document(port: u16, integrity: &str, shasum: &str) -> String {
+    format!(
+        "{{\"name\":\"leash\",\"dist-tags\":{{\"latest\":\"1.0.0\"}},\"versions\":{{\"1.0.0\":\
+         {{\"name\":\"leash\",\"version\":\"1.0.0\",\"main\":\"index.js\",\"dist\":\
+         {{\"tarball\":\"http://npm.test:{port}/leash-1.0.0.tgz\",\"shasum\":\"{shasum}\",\
+         \"integrity\":\"{integrity}\"}}}}}}}}"
+    )
 }
