@@ -47,6 +47,7 @@ fn resolver() -> Arc<dyn Resolve> {
         ("git.test", loopback),
         ("secure.test", loopback),
         ("npm.test", loopback),
+        ("cargo.test", loopback),
     ])))
 }
 
@@ -647,4 +648,55 @@ fn npm_document(port: u16, integrity: &str, shasum: &str) -> String {
          {{\"tarball\":\"http://npm.test:{port}/leash-1.0.0.tgz\",\"shasum\":\"{shasum}\",\
          \"integrity\":\"{integrity}\"}}}}}}}}"
     )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cargo_fetches_from_a_sparse_registry_through_the_proxy() {
+    let (_base, root) = workspace();
+    let served = outside();
+    // A sparse index with one crate, and the crate.
+    sh(
+        served.path(),
+        "mkdir -p leash-1.0.0/src index/le/as dl/leash && \
+         printf '[package]\\nname = \"leash\"\\nversion = \"1.0.0\"\\nedition = \"2021\"\\n' > leash-1.0.0/Cargo.toml && \
+         echo 'pub const LEASH: &str = \"leashed\";' > leash-1.0.0/src/lib.rs && \
+         tar -czf dl/leash/1.0.0.crate leash-1.0.0",
+    );
+    let server = StaticServer::start(served.path());
+    let port = server.port;
+    let sum = std::process::Command::new("sha256sum")
+        .arg(served.path().join("dl/leash/1.0.0.crate"))
+        .output()
+        .unwrap();
+    let sum = String::from_utf8(sum.stdout).unwrap();
+    let sum = sum.split(' ').next().unwrap();
+    std::fs::write(
+        served.path().join("index/config.json"),
+        format!("{{\"dl\": \"http://cargo.test:{port}/dl/{{crate}}/{{version}}.crate\"}}"),
+    )
+    .unwrap();
+    std::fs::write(
+        served.path().join("index/le/as/leash"),
+        format!(
+            "{{\"name\":\"leash\",\"vers\":\"1.0.0\",\"deps\":[],\"cksum\":\"{sum}\",\
+             \"features\":{{}},\"yanked\":false}}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir(root.join("src")).unwrap();
+    std::fs::write(root.join("src/lib.rs"), "pub use leash::LEASH;\n").unwrap();
+    std::fs::write(
+        root.join("Cargo.toml"),
+        "[workspace]\n\n[package]\nname = \"user\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+         [dependencies]\nleash = { version = \"1\", registry = \"loop\" }\n",
+    )
+    .unwrap();
+    let sandbox = sandbox(&root, &["cargo.test"], true);
+    let script = format!(
+        "CARGO_HOME=\"$PWD/.cargo-home\" CARGO_REGISTRIES_LOOP_INDEX=sparse+http://cargo.test:{port}/index/ \
+         cargo fetch -q 2>&1 && ls .cargo-home/registry/cache/*/"
+    );
+    let (ok, text, refused) = run(&sandbox, &root, &script).await;
+    assert!(ok && text == "leash-1.0.0.crate\n", "{text}");
+    assert!(refused.is_empty());
 }
