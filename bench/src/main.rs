@@ -18,7 +18,9 @@
 //! (each tool server's spawn → handshake answer → `tools/list` answer over
 //! stdio, both protocol eras, and its exit once stdin closes), `cache`,
 //! `acp` (`nanohermes acp` exec → `initialize` answered; the model's first
-//! token → the first `agent_message_chunk` on the agent's stdout).
+//! token → the first `agent_message_chunk` on the agent's stdout), `proxy`
+//! (a GET and a download on loopback, direct and through the sandbox's
+//! network allowlist).
 //!
 //! `--baseline PATH` runs every section with the agent at PATH too (say,
 //! a release build of an earlier commit), alternating with this build's
@@ -36,6 +38,7 @@ mod calls;
 #[path = "../../agent/nanohermes/tests/support/mock_model/mod.rs"]
 #[allow(dead_code, missing_docs, unreachable_pub)]
 mod mock_model;
+mod proxy;
 mod ready;
 mod serve_start;
 mod stats;
@@ -49,8 +52,8 @@ use bins::Bins;
 use stats::{Number, Table, bytes, median, quantile, show};
 
 /// Every section, in the order they run.
-const SECTIONS: [&str; 10] = [
-    "start", "loop", "calls", "rss", "serve", "tools", "sizes", "ready", "cache", "acp",
+const SECTIONS: [&str; 11] = [
+    "start", "loop", "calls", "rss", "serve", "tools", "sizes", "ready", "cache", "acp", "proxy",
 ];
 
 /// The command line: `[--runs N] [--baseline PATH [--rounds N]] [SECTION...]`.
@@ -169,6 +172,7 @@ async fn run_section(
         "ready" => ready_figures(bins, runs, table).await,
         "cache" => cache::figures(bins, table).await,
         "acp" => acp(bins, runs, table).await,
+        "proxy" => proxy::figures(runs, table).await,
         _ => unreachable!("checked by parse_args"),
     }
 }

@@ -23,6 +23,8 @@
 //!   (a read-only sandbox, an approved protected write), in its `_meta`;
 //! - [`regular`]: open a file that must be a regular file, never waiting
 //!   on a FIFO or device a repository planted;
+//! - [`net`]: the non-public address table, the domain allowlist and
+//!   the sandbox's network proxy, shared by commands and `web_fetch`;
 //! - [`spawn`]: the one way to start a child process (own group, scrubbed
 //!   environment, the whole tree killed with its owner).
 //!
@@ -37,6 +39,7 @@ pub mod clamp;
 pub mod grants;
 pub mod http;
 pub mod in_process;
+pub mod net;
 pub mod regular;
 pub mod schema;
 pub mod serve;

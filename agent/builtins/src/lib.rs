@@ -37,6 +37,8 @@ pub struct BuiltinOptions {
     /// `web_fetch` may reach loopback, private and link-local addresses
     /// (`--allow-private-network`).
     pub allow_private_network: bool,
+    /// With a list, `web_fetch` reaches only its domains (`web_allowed_domains`).
+    pub web_allowed_domains: Option<mcp_tools::net::DomainList>,
     /// The sandbox of shell commands and git hooks.
     pub sandbox: mcp_tools::spawn::SandboxPolicy,
 }
@@ -46,6 +48,7 @@ impl BuiltinOptions {
     pub fn fetch_config(&self) -> nanohermes_web::FetchConfig {
         nanohermes_web::FetchConfig {
             allow_private_network: self.allow_private_network,
+            allowed_domains: self.web_allowed_domains.clone(),
             ..nanohermes_web::FetchConfig::default()
         }
     }
@@ -209,6 +212,7 @@ mod tests {
                         network,
                         ..SandboxPolicy::default()
                     },
+                    ..BuiltinOptions::default()
                 });
             }
         }

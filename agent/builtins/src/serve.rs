@@ -25,6 +25,12 @@ struct BuiltinCli {
     /// web: let web_fetch reach loopback, private and link-local addresses.
     #[arg(long)]
     allow_private_network: bool,
+    /// web: fetch only the domains of --allow-fetch-domain.
+    #[arg(long)]
+    fetch_allowlist: bool,
+    /// web: a domain web_fetch may reach with --fetch-allowlist. Repeatable.
+    #[arg(long, value_name = "DOMAIN", requires = "fetch_allowlist")]
+    allow_fetch_domain: Vec<String>,
     /// memory: the database file [default: $NANOHERMES_HOME/memory.db].
     #[arg(long, value_name = "PATH")]
     db: Option<PathBuf>,
@@ -61,8 +67,20 @@ pub fn serve_builtin_main(name: &str, args: &[OsString]) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let web_allowed_domains = match cli
+        .fetch_allowlist
+        .then(|| mcp_tools::net::DomainList::parse(&cli.allow_fetch_domain))
+        .transpose()
+    {
+        Ok(list) => list,
+        Err(e) => {
+            eprintln!("nanohermes builtin {name}: --allow-fetch-domain: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let options = BuiltinOptions {
         allow_private_network: cli.allow_private_network,
+        web_allowed_domains,
         sandbox: cli.sandbox.policy(),
     };
     let label = builtin.name();

@@ -206,8 +206,12 @@ pub struct Settings {
     pub always_load_tools: Option<Vec<String>>,
     /// The commands' sandbox mode (the user's config only).
     pub sandbox: Option<mcp_tools::spawn::SandboxMode>,
-    /// Commands may use TCP.
-    pub sandbox_network: Option<bool>,
+    /// Commands' network: none, all, or the allowlist.
+    pub sandbox_network: Option<crate::raw::SandboxNetwork>,
+    /// The allowlist's domains, as written.
+    pub sandbox_allowed_domains: Option<Vec<String>>,
+    /// The only domains `web_fetch` reaches, as written (unset: all).
+    pub web_allowed_domains: Option<Vec<String>>,
     /// More paths commands may write, as written.
     pub sandbox_writable: Option<Vec<String>>,
     /// Refuse or warn when the sandbox cannot be enforced.
@@ -535,8 +539,10 @@ fn apply_file(
         always_load_tools,
         sandbox,
         sandbox_network,
+        sandbox_allowed_domains,
         sandbox_writable,
-        sandbox_unavailable
+        sandbox_unavailable,
+        web_allowed_domains
     );
     add_unique(&mut settings.deny, raw.deny.unwrap_or_default());
     for (event, groups) in raw.hooks.unwrap_or_default() {

@@ -28,7 +28,10 @@ pub use era::Era;
 pub use layered::{ConfigSources, Loaded, Overrides, Settings, TrustCheck, load, trust_check};
 pub use paths::Paths;
 pub use providers::{Provider, RawProvider, WireName};
-pub use raw::{BuiltinName, HookEvent, HookGroup, Mode, RawConfig, RawServer, Run, TrustLevel};
+pub use raw::{
+    BuiltinName, HookEvent, HookGroup, Mode, NetworkWord, RawConfig, RawServer, Run,
+    SandboxNetwork, TrustLevel,
+};
 pub use servers::{HttpSpec, OAuthSpec, Origin, ServerSpec, StdioSpec, Transport, parse_mcp_flag};
 pub use trust::TrustStatus;
 

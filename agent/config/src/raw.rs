@@ -92,20 +92,46 @@ pub struct RawConfig {
     /// The kernel sandbox of shell commands, git hooks and hooks
     /// [default: "workspace-write"]; Plan and Debug modes use "read-only".
     pub sandbox: Option<mcp_tools::spawn::SandboxMode>,
-    /// Let sandboxed commands open and accept TCP connections [default: false].
-    pub sandbox_network: Option<bool>,
+    /// The network of sandboxed commands [default: false]: `false` none at
+    /// all, `true` all of it, `"allowlist"` only `sandbox_allowed_domains`
+    /// through a local proxy (HTTP and HTTPS).
+    pub sandbox_network: Option<SandboxNetwork>,
+    /// The domains commands reach with `sandbox_network = "allowlist"`,
+    /// e.g. ["crates.io", "*.crates.io"] (`*.x`: the names below x).
+    pub sandbox_allowed_domains: Option<Vec<String>>,
     /// More paths sandboxed commands may write in workspace-write, e.g.
     /// ["~/.cargo", "~/.cache"]; `~/` is your home, a relative path is in the workspace.
     pub sandbox_writable: Option<Vec<String>>,
     /// When the kernel cannot enforce the sandbox: "refuse" commands
     /// [default] or "warn" and run them without it.
     pub sandbox_unavailable: Option<mcp_tools::spawn::WhenUnavailable>,
+    /// The only domains `web_fetch` reaches, e.g. ["docs.rs", "*.rust-lang.org"]
+    /// (`*.x`: the names below x) [default: unset, every public host].
+    pub web_allowed_domains: Option<Vec<String>>,
     /// The MCP servers, by name; a name's tools are `NAME__TOOL`.
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, RawServer>,
     /// Per-project decisions, by absolute path; only in your own config.
     #[serde(default)]
     pub projects: BTreeMap<String, RawProject>,
+}
+
+/// `sandbox_network`: a bool, or the word `"allowlist"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(untagged, expecting = "true, false or \"allowlist\"")]
+pub enum SandboxNetwork {
+    /// `true`: commands have the whole network; `false`: none.
+    Open(bool),
+    /// `"allowlist"`: only `sandbox_allowed_domains`, through a proxy.
+    Limited(NetworkWord),
+}
+
+/// The words `sandbox_network` takes besides `true` and `false`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetworkWord {
+    /// Only `sandbox_allowed_domains`, through the sandbox's proxy.
+    Allowlist,
 }
 
 /// Permission modes. `accept-edits` is written the Codex way (kebab-case,
@@ -403,14 +429,24 @@ const USER_ONLY: &[&str] = &[
 const SANDBOX_KEYS: &[&str] = &[
     "sandbox",
     "sandbox_network",
+    "sandbox_allowed_domains",
     "sandbox_writable",
     "sandbox_unavailable",
+    "web_allowed_domains",
 ];
 
 /// Parses one config file; `file` is its name as shown in errors.
 pub fn parse(file: &str, text: &str, kind: FileKind) -> Result<RawConfig, ConfigError> {
     let doc = Located::parse(file, text)?;
     let raw: RawConfig = toml::from_str(text).map_err(|e| doc.explain(&e))?;
+    for (key, domains) in [
+        ("sandbox_allowed_domains", &raw.sandbox_allowed_domains),
+        ("web_allowed_domains", &raw.web_allowed_domains),
+    ] {
+        if let Some(domains) = domains {
+            mcp_tools::net::DomainList::parse(domains).map_err(|e| doc.error_at(&[key], e))?;
+        }
+    }
     if kind == FileKind::Project {
         for key in SANDBOX_KEYS {
             if doc.line(&[key]).is_some() {
@@ -419,7 +455,7 @@ pub fn parse(file: &str, text: &str, kind: FileKind) -> Result<RawConfig, Config
                     format!(
                         "{key} is read only from your own config ($NANOHERMES_HOME/config.toml), \
                          not from a project's: a repository must not loosen the sandbox its \
-                         commands run in; move it to your own config"
+                         commands run in nor where web_fetch goes; move it to your own config"
                     ),
                 ));
             }
@@ -561,7 +597,8 @@ mod tests {
              max_iterations, max_retries, retry_base_ms, stream_idle_timeout_ms, mode, auto_approve, allow, deny, hooks, \
              project_doc_fallback_filenames, max_agent_depth, compact_threshold_chars, \
              compact_keep_messages, memory, tool_search, tool_budget_bytes, tool_budget_count, \
-             always_load_tools, sandbox, sandbox_network, sandbox_writable, sandbox_unavailable, \
+             always_load_tools, sandbox, sandbox_network, sandbox_allowed_domains, \
+             sandbox_writable, sandbox_unavailable, web_allowed_domains, \
              mcp_servers, projects"
         );
     }
@@ -658,6 +695,41 @@ hooks = [{ type = "command", command = "./guard.sh", timeout = 30 }]
         );
         let e = err(r#"hooks = { Stop = [{ hooks = [{ type = "http", command = "y" }] }] }"#);
         assert!(e.contains("use one of command"), "{e}");
+    }
+
+    #[test]
+    fn sandbox_network_is_a_bool_or_allowlist_with_checked_domains() {
+        let user = |text: &str| parse("f", text, FileKind::User);
+        for (text, expect) in [
+            ("sandbox_network = true", SandboxNetwork::Open(true)),
+            ("sandbox_network = false", SandboxNetwork::Open(false)),
+            (
+                "sandbox_network = \"allowlist\"",
+                SandboxNetwork::Limited(NetworkWord::Allowlist),
+            ),
+        ] {
+            assert_eq!(user(text).unwrap().sandbox_network, Some(expect), "{text}");
+        }
+        let e = err("sandbox_network = \"maybe\"");
+        assert!(e.contains("true, false or \"allowlist\""), "{e}");
+        let raw = user("sandbox_allowed_domains = [\"crates.io\", \"*.crates.io\"]").unwrap();
+        assert_eq!(raw.sandbox_allowed_domains.unwrap().len(), 2);
+        let e = err("model = \"m\"\nsandbox_allowed_domains = [\"crates.io/x\"]");
+        assert!(
+            e.starts_with("~/.nanohermes/config.toml:2:") && e.contains("`crates.io/x`"),
+            "{e}"
+        );
+        // A project can neither switch the allowlist on nor widen it.
+        for text in [
+            "sandbox_network = \"allowlist\"",
+            "sandbox_allowed_domains = [\"evil.example\"]",
+        ] {
+            let e = parse("/w/.nanohermes/config.toml", text, FileKind::Project).unwrap_err();
+            assert!(
+                e.message.contains("is read only from your own config"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

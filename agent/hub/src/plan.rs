@@ -104,6 +104,7 @@ pub(crate) fn plan(
     };
     let options = BuiltinOptions {
         allow_private_network: config.allow_private_network,
+        web_allowed_domains: config.web_allowed_domains.clone(),
         sandbox: config.sandbox.clone(),
     };
     let cached = |description: String| EraHint::Cached(Arc::clone(eras), config_key(&description));
@@ -173,6 +174,15 @@ fn builtin_child(builtin: Builtin, config: &HubConfig, max_output: usize) -> Chi
     ];
     if builtin == Builtin::Web && config.allow_private_network {
         args.push("--allow-private-network".to_owned());
+    }
+    if builtin == Builtin::Web
+        && let Some(domains) = &config.web_allowed_domains
+    {
+        args.push("--fetch-allowlist".to_owned());
+        for domain in domains.entries() {
+            args.push("--allow-fetch-domain".to_owned());
+            args.push(domain);
+        }
     }
     if matches!(builtin, Builtin::Shell | Builtin::Git) {
         args.extend(config.sandbox.to_args());

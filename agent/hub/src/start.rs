@@ -31,6 +31,9 @@ pub struct HubConfig {
     /// `web_fetch` may reach loopback, private and link-local addresses
     /// (`--allow-private-network`; default false).
     pub allow_private_network: bool,
+    /// With a list, `web_fetch` reaches only its domains
+    /// (`web_allowed_domains`; default none: every public host).
+    pub web_allowed_domains: Option<mcp_tools::net::DomainList>,
     /// The `nanohermes` binary that serves `run = "process"` built-ins
     /// (`nanohermes builtin NAME`).
     pub builtin_exe: PathBuf,
@@ -93,6 +96,7 @@ impl HubConfig {
             max_output: mcp_tools::DEFAULT_MAX_OUTPUT,
             servers,
             allow_private_network: false,
+            web_allowed_domains: None,
             builtin_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("nanohermes")),
             era_cache: None,
             agent_depth: agent_depth(),

@@ -354,13 +354,23 @@ impl Config {
                 .map_or(nanohermes_hub::deferred::DEFAULT_MAX_TOOLS, |n| n as usize),
             always_load_tools: settings.always_load_tools.clone().unwrap_or_default(),
         };
-        let sandbox = sandbox_policy(&settings, &workspace, rules.mode);
+        let sandbox = sandbox_policy(
+            &settings,
+            &workspace,
+            rules.mode,
+            options.allow_private_network,
+        );
         let hub = HubConfig {
             // A NanoHermes subagent runs on this agent's model.
             subagent_model: Some(subagent_model(&model, &api_key_env, provider.as_ref(), env)),
             max_agent_depth,
             deferral,
             sandbox,
+            // Checked when the file was read ([`nanohermes_config::raw::parse`]).
+            web_allowed_domains: settings
+                .web_allowed_domains
+                .as_deref()
+                .map(|d| mcp_tools::net::DomainList::parse(d).unwrap_or_default()),
             ..hub_config(&workspace, options, settings.servers)
         };
         let defaults = CompactionConfig::default();
@@ -563,14 +573,19 @@ fn subagent_model(
 }
 
 /// The commands' sandbox: `sandbox` (default workspace-write) with the
-/// network off unless `sandbox_network`; Plan and Debug run read-only.
+/// network off unless `sandbox_network` (`true`: all of it;
+/// `"allowlist"`: `sandbox_allowed_domains` through the proxy, private
+/// addresses only with `--allow-private-network`, the flag `web_fetch`
+/// obeys too); Plan and Debug run read-only.
 /// `~/` in `sandbox_writable` is the home directory; a relative path is
 /// in the workspace.
 fn sandbox_policy(
     settings: &Settings,
     workspace: &std::path::Path,
     mode: Mode,
+    allow_private_network: bool,
 ) -> mcp_tools::spawn::SandboxPolicy {
+    use nanohermes_config::SandboxNetwork;
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let writable = settings
         .sandbox_writable
@@ -584,7 +599,22 @@ fn sandbox_policy(
         .collect();
     let policy = mcp_tools::spawn::SandboxPolicy {
         mode: settings.sandbox.unwrap_or_default(),
-        network: settings.sandbox_network.unwrap_or(false),
+        network: settings.sandbox_network == Some(SandboxNetwork::Open(true)),
+        allowlist: matches!(settings.sandbox_network, Some(SandboxNetwork::Limited(_))).then(
+            || {
+                mcp_tools::net::Allowlist {
+                    // Checked when the file was read ([`nanohermes_config::raw::parse`]).
+                    domains: mcp_tools::net::DomainList::parse(
+                        settings
+                            .sandbox_allowed_domains
+                            .as_deref()
+                            .unwrap_or_default(),
+                    )
+                    .unwrap_or_default(),
+                    allow_private_network,
+                }
+            },
+        ),
         writable,
         when_unavailable: settings.sandbox_unavailable.unwrap_or_default(),
         temp_dir: None,

@@ -94,6 +94,9 @@ pub struct SpawnCommand {
     first_try: Option<sandbox::FirstTry>,
     /// The warning of a spawn again with Landlock only.
     sandbox_warning: Option<String>,
+    /// The network proxy [`Sandbox::confine`] started, handed to the
+    /// spawned tree.
+    proxy: Option<crate::net::Proxy>,
 }
 
 /// The marker of a command handed out by [`SpawnCommand::into_command`],
@@ -147,6 +150,7 @@ pub fn command(program: impl AsRef<OsStr>, env: &EnvPolicy) -> SpawnCommand {
         marker,
         first_try: None,
         sandbox_warning: None,
+        proxy: None,
     }
 }
 
@@ -205,7 +209,8 @@ impl SpawnCommand {
             .id()
             .and_then(|p| i32::try_from(p).ok())
             .ok_or_else(|| io::Error::other("the child exited before it could be tracked"))?;
-        let tree = ProcessTree::register(&mut reg, pid, self.seq, self.marker.clone());
+        let mut tree = ProcessTree::register(&mut reg, pid, self.seq, self.marker.clone());
+        tree.keep_proxy(self.proxy.take());
         Ok((child, tree))
     }
 

@@ -53,6 +53,9 @@ pub struct ProcessTree {
     pid: i32,
     seq: u64,
     marker: String,
+    /// The network proxy of a command run with the domain allowlist:
+    /// served as long as the tree lives.
+    proxy: Option<crate::net::Proxy>,
 }
 
 impl ProcessTree {
@@ -63,7 +66,25 @@ impl ProcessTree {
         reg.leaders.insert(pid);
         reg.live.insert(seq, pid);
         reaper::track(pid);
-        Self { pid, seq, marker }
+        Self {
+            pid,
+            seq,
+            marker,
+            proxy: None,
+        }
+    }
+
+    /// Keeps `proxy` serving for as long as this tree lives.
+    pub(super) fn keep_proxy(&mut self, proxy: Option<crate::net::Proxy>) {
+        self.proxy = proxy;
+    }
+
+    /// The hosts the sandbox's network allowlist refused to this tree's
+    /// processes so far (empty without the allowlist), each once, sorted.
+    pub fn refused_domains(&self) -> Vec<String> {
+        self.proxy
+            .as_ref()
+            .map_or_else(Vec::new, crate::net::Proxy::refused)
     }
 
     /// Takes charge of a process someone else spawned from a command made

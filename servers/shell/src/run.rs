@@ -141,7 +141,8 @@ async fn read_some<R: AsyncReadExt + Unpin>(
 /// together to `max_output` bytes keeping each stream's head and tail.
 /// When `cancel` completes first (the MCP request was cancelled), the tree
 /// is killed at once. A sandbox warning heads the result; a failure that
-/// looks like the sandbox's refusal ends with its note.
+/// looks like the sandbox's refusal ends with its note, and so do the
+/// hosts the network allowlist refused.
 pub async fn run_command(
     command: &str,
     cwd: &Path,
@@ -166,6 +167,7 @@ pub async fn run_command(
         },
     )
     .await;
+    let refused = Sandbox::refused_note(&tree.refused_domains());
     drop(tree);
     let mut out = String::new();
     if let Some(warning) = warning {
@@ -187,7 +189,7 @@ pub async fn run_command(
     let succeeded = ended.status.is_some_and(|s| s.success());
     let note = sandbox.explain_failure(succeeded, &streams);
     out.push_str(&streams);
-    if let Some(note) = note {
+    for note in [note, refused].into_iter().flatten() {
         out.push_str(&note);
         out.push('\n');
     }

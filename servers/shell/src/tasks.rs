@@ -60,6 +60,8 @@ struct Task {
 struct Denial {
     note: Option<String>,
     said: bool,
+    /// How many hosts the network allowlist had refused at the last note.
+    refused_said: usize,
 }
 
 #[derive(Debug)]
@@ -271,6 +273,14 @@ impl Task {
             out.push_str(&note);
             out.push('\n');
             denial.said = true;
+        }
+        let refused = self.tree.refused_domains();
+        if refused.len() > denial.refused_said {
+            denial.refused_said = refused.len();
+            if let Some(note) = Sandbox::refused_note(&refused) {
+                out.push_str(&note);
+                out.push('\n');
+            }
         }
         out
     }

@@ -227,3 +227,63 @@ async fn on_a_kernel_without_landlock_warn_runs_the_command_with_a_warning() {
     );
     client.cancel().await.unwrap();
 }
+
+/// A loopback HTTP server outside the sandbox that answers `reached`.
+async fn reached_server() -> std::net::SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf).await;
+            let _ = stream
+                .write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\nConnection: close\r\n\r\nreached\n",
+                )
+                .await;
+        }
+    });
+    address
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_allowlist_a_listed_host_is_reached_and_a_refused_one_is_named_in_the_result() {
+    let (_base, root, _sibling) = dirs();
+    let server = reached_server().await;
+    let policy = SandboxPolicy {
+        allowlist: Some(mcp_tools::net::Allowlist {
+            domains: mcp_tools::net::DomainList::parse(&["127.0.0.1"]).unwrap(),
+            allow_private_network: true,
+        }),
+        ..test_policy()
+    };
+    let client = connect(&root, policy).await;
+    let info = client.peer_info().unwrap();
+    let instructions = info.instructions.clone().unwrap_or_default();
+    assert!(
+        instructions.contains("network allowlist (1 domain, private addresses allowed)"),
+        "{instructions}"
+    );
+    // `--noproxy ''`: a loopback literal is in NO_PROXY.
+    let command = format!("curl -sS --noproxy '' http://{server}/");
+    let (text, is_error) = call(&client, "run_command", json!({"command": command})).await;
+    assert!(
+        !is_error && text.ends_with("--- stdout\nreached\n"),
+        "{text}"
+    );
+
+    let command = "curl -sS -o /dev/null -w '%{http_code}\\n' http://unlisted.example/ \
+                   && curl -sS --proxytunnel https://other.example/ ; true";
+    let (text, _) = call(&client, "run_command", json!({"command": command})).await;
+    assert!(text.contains("--- stdout\n403\n"), "{text}");
+    assert!(
+        text.ends_with(
+            "note: the sandbox's network allowlist refused this command's connections to: \
+             other.example, unlisted.example. Do not retry or work around it: if the task \
+             needs them, ask the user to add them to sandbox_allowed_domains in \
+             ~/.nanohermes/config.toml\n"
+        ),
+        "{text}"
+    );
+}

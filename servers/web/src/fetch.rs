@@ -28,6 +28,9 @@ pub struct FetchConfig {
     pub allow_private_network: bool,
     /// Non-public hosts the user lets through one by one (`--allow-fetch-host`).
     pub allowed_hosts: Vec<AllowedHost>,
+    /// With a list, only its domains are fetched (`web_allowed_domains`;
+    /// the matcher the sandbox's allowlist uses).
+    pub allowed_domains: Option<mcp_tools::net::DomainList>,
     /// DER-encoded CA certificates trusted besides the system's (a company
     /// CA; the tests' own CA for their https server).
     pub extra_root_certificates: Vec<Vec<u8>>,
@@ -45,7 +48,20 @@ impl Default for FetchConfig {
             max_max_bytes: 10_000_000,
             allow_private_network: false,
             allowed_hosts: Vec::new(),
+            allowed_domains: None,
             extra_root_certificates: Vec::new(),
+        }
+    }
+}
+
+/// What follows a refusal: for an address, that only public ones are
+/// reached and who can change it; an unlisted host's reason says it all.
+fn hint(reason: &Refusal) -> &'static str {
+    match reason {
+        Refusal::NotListed { .. } => "",
+        _ => {
+            "; web_fetch reaches only public addresses \
+             (the user can allow private networks with --allow-private-network)"
         }
     }
 }
@@ -111,10 +127,7 @@ pub enum FetchError {
         target: String,
     },
     /// The URL, a redirect, or the address a name resolved to is not public.
-    #[error(
-        "refused {what}: {reason}; web_fetch reaches only public addresses \
-         (the user can allow private networks with --allow-private-network)"
-    )]
+    #[error("refused {what}: {reason}{}", hint(reason))]
     Refused {
         /// The URL refused (`http://10.0.0.1/`), the redirect target with
         /// where it came from, or `a redirect from URL` when the resolver
@@ -232,7 +245,8 @@ impl Fetcher {
             .iter()
             .map(|der| reqwest::Certificate::from_der(der))
             .collect::<Result<_, _>>()?;
-        let guard = NetworkGuard::new(config.allow_private_network, config.allowed_hosts.clone());
+        let guard = NetworkGuard::new(config.allow_private_network, config.allowed_hosts.clone())
+            .with_domains(config.allowed_domains.clone());
         Ok(Self {
             client: Arc::new(OnceLock::new()),
             roots,

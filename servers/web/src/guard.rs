@@ -11,12 +11,18 @@
 //!
 //! Exceptions: `allow_private_network` lets everything through, and each
 //! [`AllowedHost`] lets one host (on one port, if it names one) through.
+//!
+//! A domain allowlist (`web_allowed_domains`, the kit's [`DomainList`],
+//! the same matcher as the sandbox's `sandbox_allowed_domains`) narrows
+//! all of it: with one, a URL whose host is not listed is refused first,
+//! on every hop, whatever its address.
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
 use std::sync::Arc;
 
+use mcp_tools::net::DomainList;
 use reqwest::Url;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
@@ -95,6 +101,8 @@ impl fmt::Display for AllowedHost {
 pub struct NetworkGuard {
     allow_private_network: bool,
     allowed_hosts: Arc<[AllowedHost]>,
+    /// With a list, only its hosts are reached (`web_allowed_domains`).
+    allowed_domains: Option<Arc<DomainList>>,
 }
 
 /// Why a URL or name was refused, for the model.
@@ -112,6 +120,16 @@ pub enum Refusal {
         first: NotPublic,
         /// How many more addresses were refused too.
         others: usize,
+    },
+    /// A host the user's domain allowlist does not name.
+    #[error(
+        "{host} is not in web_allowed_domains, so web_fetch cannot reach it; only the user can \
+         add it (web_allowed_domains in ~/.nanohermes/config.toml): ask them rather than trying \
+         another way"
+    )]
+    NotListed {
+        /// The URL's host.
+        host: String,
     },
     /// A host the user allowed, but on another port.
     #[error(
@@ -141,6 +159,16 @@ impl NetworkGuard {
         Self {
             allow_private_network,
             allowed_hosts: allowed_hosts.into(),
+            allowed_domains: None,
+        }
+    }
+
+    /// The same guard reaching only the hosts of `domains` (`None`: every
+    /// host the rest of the guard lets through).
+    pub fn with_domains(self, domains: Option<DomainList>) -> Self {
+        Self {
+            allowed_domains: domains.map(Arc::new),
+            ..self
         }
     }
 
@@ -148,10 +176,17 @@ impl NetworkGuard {
     /// name the user allowed on another port. Names otherwise pass here and
     /// are judged by [`GuardedResolver`] when reqwest looks them up.
     pub fn check_url(&self, url: &Url) -> Result<(), Refusal> {
+        let host = UrlHost::of(url);
+        if let Some(domains) = &self.allowed_domains {
+            let name = host.as_ref().map(ToString::to_string).unwrap_or_default();
+            if !domains.allows(&name) {
+                return Err(Refusal::NotListed { host: name });
+            }
+        }
         if self.allow_private_network {
             return Ok(());
         }
-        let Some(host) = UrlHost::of(url) else {
+        let Some(host) = host else {
             return Ok(());
         };
         let port = url.port_or_known_default();
@@ -380,6 +415,36 @@ mod tests {
         }
         for bad in ["", "http://x/", "host:port", "a@b", "host:99999"] {
             assert!(bad.parse::<AllowedHost>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_domain_allowlist_refuses_every_unlisted_host_first() {
+        let guard = NetworkGuard::new(true, Vec::new()).with_domains(Some(
+            DomainList::parse(&["docs.rs", "*.rust-lang.org", "127.0.0.1"]).unwrap(),
+        ));
+        let check = |u: &str| {
+            guard
+                .check_url(&Url::parse(u).unwrap())
+                .map_err(|e| e.to_string())
+        };
+        for allowed in [
+            "https://docs.rs/x",
+            "https://DOC.rust-lang.org./std",
+            "http://127.0.0.1:8080/",
+        ] {
+            assert_eq!(check(allowed), Ok(()), "{allowed}");
+        }
+        for refused in [
+            "https://rust-lang.org/",
+            "https://evil.com/",
+            "http://127.1.0.1/",
+        ] {
+            let err = check(refused).unwrap_err();
+            assert!(
+                err.contains("is not in web_allowed_domains"),
+                "{refused}: {err}"
+            );
         }
     }
 

@@ -20,13 +20,32 @@ struct Cli {
     /// (`--allow-host` is the HTTP transport's Host check, another thing.)
     #[arg(long, value_name = "HOST[:PORT]")]
     allow_fetch_host: Vec<AllowedHost>,
+    /// Fetch only the domains of --allow-fetch-domain (none given: nothing).
+    #[arg(long)]
+    fetch_allowlist: bool,
+    /// A domain web_fetch may reach with --fetch-allowlist (`docs.rs`, or
+    /// `*.rust-lang.org` for the names below it). Repeatable.
+    #[arg(long, value_name = "DOMAIN", requires = "fetch_allowlist")]
+    allow_fetch_domain: Vec<String>,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let allowed_domains = match cli
+        .fetch_allowlist
+        .then(|| mcp_tools::net::DomainList::parse(&cli.allow_fetch_domain))
+        .transpose()
+    {
+        Ok(list) => list,
+        Err(e) => {
+            eprintln!("nanohermes-web: --allow-fetch-domain: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let config = FetchConfig {
         allow_private_network: cli.allow_private_network,
         allowed_hosts: cli.allow_fetch_host,
+        allowed_domains,
         ..FetchConfig::default()
     };
     let server = cli

@@ -69,6 +69,8 @@ pub async fn start_agent(
     // Said once at start when the kernel is known not to enforce the
     // sandbox (namespaces are found out by the first command, which says so).
     let sandbox_warning = sandbox.startup_warning();
+    // Which way out commands have, when they have one.
+    let network_line = network_line(sandbox.policy());
     let connecting = hub.connecting();
     let warnings = hub
         .warnings()
@@ -79,6 +81,7 @@ pub async fn start_agent(
             format!("server {name} is still connecting; its tools join when it is ready")
         }))
         .chain(sandbox_warning)
+        .chain(network_line)
         .collect();
     let mut system_prompt = prompt::system_prompt(&config.workspace, &guidance);
     prompt::add_deferred_line(&mut system_prompt, &hub.deferred_counts(), &connecting);
@@ -96,4 +99,28 @@ pub async fn start_agent(
         warnings,
         mode,
     })
+}
+
+/// The start-of-run line naming the commands' network when it is not off:
+/// the allowlist and its domains, or the whole network.
+fn network_line(policy: &mcp_tools::spawn::SandboxPolicy) -> Option<String> {
+    if policy.mode == mcp_tools::spawn::SandboxMode::DangerFullAccess {
+        return None;
+    }
+    if let Some(list) = policy.proxied() {
+        let entries = list.domains.entries();
+        return Some(format!(
+            "sandbox: network {}: commands reach only {} through a local proxy; \
+             any other host is refused",
+            policy.network_mode(),
+            if entries.is_empty() {
+                "nothing (sandbox_allowed_domains is empty)".to_owned()
+            } else {
+                entries.join(", ")
+            }
+        ));
+    }
+    policy
+        .network
+        .then(|| "sandbox: network on: commands reach any host (sandbox_network = true)".to_owned())
 }

@@ -215,3 +215,85 @@ async fn mcp_list_finds_out_whether_namespaces_work_before_any_command() {
         without.stdout
     );
 }
+
+#[tokio::test]
+async fn the_allowlist_is_named_at_start_and_in_mcp_list_and_a_refused_host_in_the_result() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "sandbox_network = \"allowlist\"\nsandbox_allowed_domains = [\"*.crates.io\", \"crates.io\"]\n",
+    )
+    .unwrap();
+    let home = home.path().to_str().unwrap().to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = workspace_arg(dir.path());
+    let list = nanohermes(
+        &["--workspace", &workspace, "mcp", "list"],
+        &[("NANOHERMES_HOME", &home)],
+    )
+    .await;
+    assert!(
+        list.stdout.contains(
+            "sandbox (shell, git hooks, hooks): workspace-write, network allowlist (2 domains): enforced"
+        ),
+        "{list:#?}"
+    );
+    let command = "curl -sS -o /dev/null -w '%{http_code}\\n' http://unlisted.example/";
+    let mock = MockModel::start(vec![
+        tool_calls(&[call("c1", "run_command", json!({ "command": command }))]).into(),
+        text(&["done"]).into(),
+    ])
+    .await;
+    let url = mock.base_url();
+    let mut env = on_mock(&mock, &url);
+    env.push(("NANOHERMES_HOME", &home));
+    let run = nanohermes(&["run", "--workspace", &workspace, "go"], &env).await;
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    assert!(
+        run.stderr.contains(
+            "sandbox: network allowlist (2 domains): commands reach only crates.io, *.crates.io \
+             through a local proxy"
+        ),
+        "{}",
+        run.stderr
+    );
+    let result = tool_result(mock.requests()[1].messages(), "c1").to_owned();
+    assert!(
+        result.contains("--- stdout\n403\n")
+            && result.contains("refused this command's connections to: unlisted.example."),
+        "{result}"
+    );
+}
+
+#[tokio::test]
+async fn web_allowed_domains_reaches_web_fetch() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "web_allowed_domains = [\"docs.rs\"]\n",
+    )
+    .unwrap();
+    let home = home.path().to_str().unwrap().to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = workspace_arg(dir.path());
+    let mock = MockModel::start(vec![
+        tool_calls(&[call(
+            "c1",
+            "web_fetch",
+            json!({ "url": "https://unlisted.example/" }),
+        )])
+        .into(),
+        text(&["done"]).into(),
+    ])
+    .await;
+    let url = mock.base_url();
+    let mut env = on_mock(&mock, &url);
+    env.push(("NANOHERMES_HOME", &home));
+    let run = nanohermes(&["run", "--workspace", &workspace, "go"], &env).await;
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    let result = tool_result(mock.requests()[1].messages(), "c1").to_owned();
+    assert!(
+        result.contains("unlisted.example is not in web_allowed_domains"),
+        "{result}"
+    );
+}

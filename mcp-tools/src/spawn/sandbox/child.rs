@@ -10,12 +10,19 @@ use landlock::{RulesetCreated, RulesetStatus};
 
 use super::contain;
 use super::protect::{self, Protect, enter_namespaces, id_maps};
+use super::relay::Relay;
 
 /// What the child does, all of it prepared in the parent.
 #[derive(Debug)]
 pub(super) struct ChildSteps {
     protect: Option<Protect>,
     ruleset: Option<RulesetCreated>,
+    /// The network allowlist's relay, run inside the namespaces.
+    relay: Option<Relay>,
+    /// The ruleset for a spawn again without the namespaces: with the
+    /// allowlist, `ruleset` lets TCP reach the relay's port, which
+    /// outside a namespace of its own would be any host's.
+    offline: Option<RulesetCreated>,
     /// Set by the parent when the namespaces turned out unavailable: a
     /// spawn again of the same command skips `protect` (`FirstTry`).
     skip_protect: Arc<AtomicBool>,
@@ -30,8 +37,22 @@ impl ChildSteps {
         ChildSteps {
             protect,
             ruleset,
+            relay: None,
+            offline: None,
             skip_protect,
         }
+    }
+
+    /// Adds the allowlist's relay, and the ruleset to use instead of the
+    /// relay's when a spawn again skips the namespaces.
+    pub(super) fn with_relay(
+        mut self,
+        relay: Relay,
+        offline: Option<RulesetCreated>,
+    ) -> ChildSteps {
+        self.relay = Some(relay);
+        self.offline = offline;
+        self
     }
 
     /// Namespaces and mounts first (mounting is impossible once Landlock
@@ -40,15 +61,27 @@ impl ChildSteps {
     /// errno values: building any other `io::Error` would allocate; a
     /// failure to enter the namespaces is tagged ([`namespace_failure`]).
     fn run(&mut self) -> io::Result<()> {
+        let skip = self.skip_protect.load(Ordering::Relaxed);
         if let Some(protect) = &self.protect
-            && !self.skip_protect.load(Ordering::Relaxed)
+            && !skip
         {
             protect.enter(tag)?;
+            // Inside the new network namespace: the relay's socket. A
+            // failure fails the spawn: never a command without its leash.
+            let relay = match &self.relay {
+                Some(relay) => Some((relay, relay.listen()?)),
+                None => None,
+            };
             if protect.contains() {
-                contain::split()?;
+                contain::split(relay)?;
             }
         }
-        if let Some(ruleset) = self.ruleset.take() {
+        let ruleset = if skip && self.relay.is_some() {
+            self.offline.take()
+        } else {
+            self.ruleset.take()
+        };
+        if let Some(ruleset) = ruleset {
             let status = ruleset
                 .restrict_self()
                 .map_err(|_| io::Error::from_raw_os_error(libc_eperm()))?;

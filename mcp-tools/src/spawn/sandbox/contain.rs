@@ -29,9 +29,10 @@ use std::io;
 
 /// Splits the calling child in two (see the module doc). Returns `Ok` in
 /// B, pid 1 of the namespace, which goes on to exec the command; in A it
-/// never returns.
+/// never returns. With a `relay` (and its listening socket), A forks it
+/// too, once B exists: a process of the namespace beside the command.
 #[allow(unsafe_code)]
-pub(super) fn split() -> io::Result<()> {
+pub(super) fn split(relay: Option<(&super::relay::Relay, libc::c_int)>) -> io::Result<()> {
     let mut fds = [-1i32; 2];
     // SAFETY: plain system calls on memory of this stack frame; async-signal-safe.
     unsafe {
@@ -78,6 +79,9 @@ pub(super) fn split() -> io::Result<()> {
             libc::close(fds[0]);
             return Ok(());
         }
+        if let Some((relay, listener)) = relay {
+            relay.spawn(listener);
+        }
         wait_as(pid as libc::pid_t, fds[1])
     }
 }
@@ -107,7 +111,10 @@ unsafe fn wait_as(b: libc::pid_t, keep: libc::c_int) -> ! {
         libc::setrlimit(libc::RLIMIT_CORE, &no_core);
         let mut status = 0;
         loop {
-            let got = libc::waitpid(b, &mut status, 0);
+            // Any child: the relay (`relay.rs`) is one too, and B's exit
+            // as pid 1 waits until every process of its namespace has
+            // been reaped.
+            let got = libc::waitpid(-1, &mut status, 0);
             if got == b {
                 break;
             }
@@ -127,7 +134,7 @@ unsafe fn wait_as(b: libc::pid_t, keep: libc::c_int) -> ! {
 /// Closes every descriptor except `keep`: `close_range` (Linux 5.9), or
 /// one by one where it is missing.
 #[allow(unsafe_code)]
-unsafe fn close_all_but(keep: libc::c_int) {
+pub(super) unsafe fn close_all_but(keep: libc::c_int) {
     // SAFETY: closing descriptors is async-signal-safe.
     unsafe {
         let keep = keep as libc::c_uint;

@@ -67,13 +67,18 @@ pub(super) fn note(policy: &SandboxPolicy, output: &str) -> Option<String> {
         );
     }
     if connected {
-        what.push("commands have no network at all (TCP, UDP, DNS)".to_owned());
+        what.push(match policy.proxied() {
+            Some(_) => "commands reach only the domains of sandbox_allowed_domains, through the proxy in HTTP_PROXY (no other TCP, no UDP, no DNS of their own)".to_owned(),
+            None => "commands have no network at all (TCP, UDP, DNS)".to_owned(),
+        });
     }
     let mut widen = Vec::new();
     if wrote && policy.mode == SandboxMode::WorkspaceWrite {
         widen.push("sandbox_writable = [\"/some/path\"]");
     }
-    if connected {
+    if connected && policy.proxied().is_some() {
+        widen.push("sandbox_allowed_domains = [\"the.domain\"]");
+    } else if connected {
         widen.push("sandbox_network = true");
     }
     widen.push("sandbox = \"danger-full-access\"");

@@ -18,6 +18,13 @@
 //! With `network` off, a command runs in a network namespace of its own:
 //! nothing but a loopback that is down, so no TCP, UDP, DNS or raw socket
 //! reaches anything; Landlock's TCP rules (ABI 4) stay as a second layer.
+//! With an [`Allowlist`] (`sandbox_network = "allowlist"`) it is the same
+//! namespace with its loopback up and one listener on it, the relay
+//! (`relay.rs`) to a proxy this process serves for the command
+//! ([`crate::net::proxy`]), which reaches the listed domains at public
+//! addresses and nothing else; the command gets the proxy variables
+//! (`HTTP_PROXY`, `HTTPS_PROXY`, cargo's, npm's, pip's, git's), and the
+//! one TCP port Landlock lets it connect to is the relay's.
 //! From ABI 6 a command also cannot signal processes outside its own
 //! tree, nor connect to abstract unix sockets made outside it.
 //!
@@ -70,11 +77,22 @@
 //!   its group from outside ends it and everything it started at once;
 //! - `danger-full-access` confines and contains nothing: a process started
 //!   with `setsid env -i` there can outlive the agent.
+//! - the network allowlist judges the name a client asks for (the
+//!   `CONNECT` line, the URL of a plain request) and the addresses it
+//!   resolves to, on any port; inside a TLS tunnel it sees nothing, so a
+//!   shared front end (a CDN) that routes by the encrypted `Host` can be
+//!   asked for a site it also serves; a tool that ignores the proxy
+//!   variables has no network at all;
+//! - the proxy's socket is a pathname Unix socket in a private directory
+//!   of the agent's user: a process of that user that finds it while the
+//!   command runs (another command, with the network off) can use it, to
+//!   the same listed domains.
 
 pub(super) mod child;
 mod contain;
 mod denial;
 mod protect;
+mod relay;
 mod rules;
 mod scan;
 mod support;
@@ -99,6 +117,8 @@ pub const PROTECTED_FILES: [&str; 2] = [".mcp.json", "hooks.json"];
 pub use support::{SIMULATE_VAR, Support};
 
 use super::SpawnCommand;
+pub use crate::net::Allowlist;
+use crate::net::{DomainList, Proxy, Resolve, SystemResolver};
 
 /// How far a sandboxed command may write.
 #[derive(
@@ -160,6 +180,9 @@ pub struct SandboxPolicy {
     /// Commands have the network (off: a network namespace of their own,
     /// no TCP, UDP, DNS or raw socket reaches anything).
     pub network: bool,
+    /// With `network` off: reach these domains through the sandbox's
+    /// proxy, and nothing else (`sandbox_network = "allowlist"`).
+    pub allowlist: Option<Allowlist>,
     /// Extra paths commands may write (workspace-write only), absolute.
     pub writable: Vec<PathBuf>,
     /// Refuse or warn when the kernel cannot enforce the policy.
@@ -195,12 +218,34 @@ impl SandboxPolicy {
     pub fn describe(&self) -> String {
         match self.mode {
             SandboxMode::DangerFullAccess => "danger-full-access (no sandbox)".to_owned(),
-            mode => format!(
-                "{}, network {}",
-                mode.name(),
-                if self.network { "on" } else { "off" }
-            ),
+            mode => format!("{}, network {}", mode.name(), self.network_mode()),
         }
+    }
+
+    /// The network mode in words: `on`, `off`, or `allowlist (N domains)`
+    /// with `private addresses allowed` when they are.
+    pub fn network_mode(&self) -> String {
+        match (&self.allowlist, self.network) {
+            (_, true) => "on".to_owned(),
+            (None, false) => "off".to_owned(),
+            (Some(list), false) => {
+                let n = list.domains.entries().len();
+                format!(
+                    "allowlist ({n} domain{}{})",
+                    if n == 1 { "" } else { "s" },
+                    if list.allow_private_network {
+                        ", private addresses allowed"
+                    } else {
+                        ""
+                    }
+                )
+            }
+        }
+    }
+
+    /// The allowlist commands reach the network through, when they do.
+    pub fn proxied(&self) -> Option<&Allowlist> {
+        self.allowlist.as_ref().filter(|_| !self.network)
     }
 
     /// The flags that give a built-in server run as a child process
@@ -209,6 +254,16 @@ impl SandboxPolicy {
         let mut args = vec!["--sandbox".to_owned(), self.mode.name().to_owned()];
         if self.network {
             args.push("--sandbox-network".to_owned());
+        }
+        if let Some(list) = self.proxied() {
+            args.push("--sandbox-allowlist".to_owned());
+            for domain in list.domains.entries() {
+                args.push("--sandbox-allowed-domain".to_owned());
+                args.push(domain);
+            }
+            if list.allow_private_network {
+                args.push("--sandbox-allow-private-network".to_owned());
+            }
         }
         for path in &self.writable {
             args.push("--sandbox-writable".to_owned());
@@ -230,6 +285,18 @@ pub struct SandboxArgs {
     /// Give commands the network (off: no TCP, UDP or DNS at all).
     #[arg(long)]
     pub sandbox_network: bool,
+    /// Give commands only the domains of --sandbox-allowed-domain, through
+    /// a local proxy (no other TCP, UDP or DNS).
+    #[arg(long, conflicts_with = "sandbox_network")]
+    pub sandbox_allowlist: bool,
+    /// A domain commands may reach with --sandbox-allowlist (`crates.io`, or
+    /// `*.crates.io` for the names below it). Repeatable.
+    #[arg(long, value_name = "DOMAIN", requires = "sandbox_allowlist", value_parser = domain_entry)]
+    pub sandbox_allowed_domain: Vec<String>,
+    /// With --sandbox-allowlist: let listed names resolve to loopback,
+    /// private and link-local addresses.
+    #[arg(long, requires = "sandbox_allowlist")]
+    pub sandbox_allow_private_network: bool,
     /// One more path commands may write (workspace-write). Repeatable.
     #[arg(long, value_name = "PATH")]
     pub sandbox_writable: Vec<PathBuf>,
@@ -241,14 +308,26 @@ pub struct SandboxArgs {
 impl SandboxArgs {
     /// The policy these flags describe.
     pub fn policy(&self) -> SandboxPolicy {
+        let allowlist = self.sandbox_allowlist.then(|| Allowlist {
+            // Each entry was checked by clap ([`domain_entry`]); were one
+            // bad, the list would allow nothing rather than more.
+            domains: DomainList::parse(&self.sandbox_allowed_domain).unwrap_or_default(),
+            allow_private_network: self.sandbox_allow_private_network,
+        });
         SandboxPolicy {
             mode: self.sandbox,
             network: self.sandbox_network,
+            allowlist,
             writable: self.sandbox_writable.clone(),
             when_unavailable: self.sandbox_unavailable,
             temp_dir: None,
         }
     }
+}
+
+/// Checks one `--sandbox-allowed-domain` entry.
+fn domain_entry(text: &str) -> Result<String, String> {
+    DomainList::parse(&[text]).map(|_| text.to_owned())
 }
 
 /// A policy bound to a workspace root and to what this system supports:
@@ -268,6 +347,8 @@ pub struct Sandbox {
     git_access: protect::GitAccess,
     /// The last walk for protected paths, shared by clones.
     walked: Arc<std::sync::Mutex<scan::Cache>>,
+    /// How the allowlist's proxy resolves names.
+    resolver: Arc<dyn Resolve>,
 }
 
 /// What a command runs under, once [`Sandbox::confine`] has set it up.
@@ -313,6 +394,17 @@ impl Sandbox {
             git_dirs: Vec::new(),
             git_access: protect::GitAccess::ReadOnly,
             walked: Arc::default(),
+            resolver: Arc::new(SystemResolver),
+        }
+    }
+
+    /// The same sandbox whose allowlist proxy resolves names with
+    /// `resolver` (tests and the benchmark map their names to loopback;
+    /// every configured sandbox uses the system's).
+    pub fn with_resolver(&self, resolver: Arc<dyn Resolve>) -> Sandbox {
+        Sandbox {
+            resolver,
+            ..self.clone()
         }
     }
 
@@ -362,6 +454,7 @@ impl Sandbox {
         let policy = SandboxPolicy {
             mode: SandboxMode::ReadOnly,
             network: false,
+            allowlist: None,
             writable: Vec::new(),
             when_unavailable,
             temp_dir: self.policy.temp_dir.clone(),
@@ -403,7 +496,17 @@ impl Sandbox {
             });
         }
         if let Err(why) = &support.namespaces {
-            if !self.policy.network {
+            if self.policy.proxied().is_some() {
+                missing.push(format!(
+                    "the network allowlist (commands reach the proxy only from a network \
+                     namespace of their own: {why}; without it they run with {})",
+                    if abi >= rules::NET_ABI {
+                        "no TCP (Landlock), but UDP and DNS are not refused"
+                    } else {
+                        "the whole network: this kernel's Landlock cannot refuse TCP either"
+                    }
+                ));
+            } else if !self.policy.network {
                 missing.push(format!(
                     "network off for every protocol (a network namespace: {why}; {})",
                     if abi >= rules::NET_ABI {
@@ -482,21 +585,43 @@ impl Sandbox {
             return Ok(Confined::Fully);
         }
         let support = self.support();
-        let missing = self.missing();
+        let mut missing = self.missing();
         if !missing.is_empty() && self.policy.when_unavailable == WhenUnavailable::Refuse {
             return Err(self.refusal(&missing));
         }
+        // Fail closed: a command whose proxy cannot run is refused, or
+        // (warn) runs with no network at all, never with more.
+        let relay = match self.policy.proxied() {
+            Some(allowlist) if support.namespaces.is_ok() => match self.leash(command, allowlist) {
+                Ok(relay) => Some(relay),
+                Err(why) if self.policy.when_unavailable == WhenUnavailable::Refuse => {
+                    return Err(self.refusal(&[why]));
+                }
+                Err(why) => {
+                    missing.push(why);
+                    None
+                }
+            },
+            _ => None,
+        };
         let cwd = command
             .as_std()
             .get_current_dir()
             .map_or_else(|| self.root.clone(), Path::to_path_buf);
         let writable = self.writable_paths();
         let abi = support.landlock_abi;
-        let ruleset = if abi >= rules::FS_ABI {
-            let network = self.policy.network || abi < rules::NET_ABI;
-            Some(rules::ruleset(abi, &writable, network)?)
+        let relay_port = relay.as_ref().map(|_| crate::net::proxy::PORT);
+        let network = self.policy.network || abi < rules::NET_ABI;
+        let (ruleset, offline) = if abi >= rules::FS_ABI {
+            (
+                Some(rules::ruleset(abi, &writable, network, relay_port)?),
+                match relay_port {
+                    Some(_) => Some(rules::ruleset(abi, &writable, network, None)?),
+                    None => None,
+                },
+            )
         } else {
-            None
+            (None, None)
         };
         let mut truncated = false;
         let protect = support.namespaces.is_ok().then(|| {
@@ -519,10 +644,11 @@ impl Sandbox {
             skip_protect: skip_protect.clone(),
             sandbox: self.clone(),
         });
-        child::install(
-            command,
-            child::ChildSteps::new(protect, ruleset, skip_protect),
-        );
+        let mut steps = child::ChildSteps::new(protect, ruleset, skip_protect);
+        if let Some(relay) = relay {
+            steps = steps.with_relay(relay, offline);
+        }
+        child::install(command, steps);
         if missing.is_empty() && !truncated {
             Ok(Confined::Fully)
         } else if missing.is_empty() {
@@ -536,6 +662,26 @@ impl Sandbox {
         } else {
             Ok(Confined::Partly(self.partial_warning(&missing)))
         }
+    }
+
+    /// Starts the command's proxy and sets its variables; returns the
+    /// relay for its child. `Err` says why the proxy cannot run.
+    fn leash(
+        &self,
+        command: &mut SpawnCommand,
+        allowlist: &Allowlist,
+    ) -> Result<relay::Relay, String> {
+        let why = |e: &dyn std::fmt::Display| {
+            format!(
+                "the network allowlist (its proxy cannot be started: {e}; without it commands have no network)"
+            )
+        };
+        let proxy = Proxy::start(allowlist, self.resolver.clone()).map_err(|e| why(&e))?;
+        let relay = relay::Relay::new(proxy.socket())
+            .ok_or_else(|| why(&format!("{} is too long", proxy.socket().display())))?;
+        proxy_env(command);
+        command.proxy = Some(proxy);
+        Ok(relay)
     }
 
     /// The refusal of a command whose policy misses `missing`.
@@ -569,6 +715,20 @@ impl Sandbox {
         denial::note(&self.policy, output)
     }
 
+    /// The note for a command's result when the network allowlist refused
+    /// it `refused` hosts ([`super::ProcessTree::refused_domains`]):
+    /// which, and that the user decides; `None` when there were none.
+    pub fn refused_note(refused: &[String]) -> Option<String> {
+        (!refused.is_empty()).then(|| {
+            format!(
+                "note: the sandbox's network allowlist refused this command's connections to: {}. \
+                 Do not retry or work around it: if the task needs them, ask the user to add them \
+                 to sandbox_allowed_domains in ~/.nanohermes/config.toml",
+                refused.join(", ")
+            )
+        })
+    }
+
     /// The writable hierarchies: by mode, then the devices every program
     /// writes to.
     fn writable_paths(&self) -> Vec<PathBuf> {
@@ -594,6 +754,42 @@ impl Sandbox {
         paths.extend(rules::DEVICES.iter().map(PathBuf::from));
         paths
     }
+}
+
+/// Points every common client at the relay: the standard variables in
+/// both cases, and cargo's, npm's, pip's and git's own. `NO_PROXY` names
+/// only loopback (the relay itself): a host of the user's `NO_PROXY`
+/// would otherwise be tried directly, and fail.
+fn proxy_env(command: &mut SpawnCommand) {
+    let url = format!("http://127.0.0.1:{}", crate::net::proxy::PORT);
+    for name in [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+        "CARGO_HTTP_PROXY",
+        "npm_config_proxy",
+        "npm_config_https_proxy",
+        "PIP_PROXY",
+    ] {
+        command.env(name, &url);
+    }
+    for name in ["NO_PROXY", "no_proxy"] {
+        command.env(name, "localhost,127.0.0.1,::1");
+    }
+    // git reads http.proxy from GIT_CONFIG_KEY_n/VALUE_n after the
+    // user's own pairs.
+    let pairs: usize = command
+        .as_std()
+        .get_envs()
+        .find(|(k, _)| *k == "GIT_CONFIG_COUNT")
+        .and_then(|(_, v)| v?.to_str()?.parse().ok())
+        .unwrap_or(0);
+    command.env("GIT_CONFIG_COUNT", (pairs + 1).to_string());
+    command.env(format!("GIT_CONFIG_KEY_{pairs}"), "http.proxy");
+    command.env(format!("GIT_CONFIG_VALUE_{pairs}"), &url);
 }
 
 /// A command confined before anyone knew whether namespaces work: its
@@ -631,5 +827,73 @@ impl FirstTry {
                 Ok(self.sandbox.partial_warning(&missing))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        sandbox: SandboxArgs,
+    }
+
+    /// What a built-in run as a child process is given is what the agent
+    /// holds, the allowlist included.
+    #[test]
+    fn policies_survive_the_flags_of_a_child_server() {
+        let allowlist = Allowlist {
+            domains: DomainList::parse(&["crates.io", "*.crates.io"]).unwrap(),
+            allow_private_network: true,
+        };
+        for policy in [
+            SandboxPolicy::default(),
+            SandboxPolicy {
+                network: true,
+                ..SandboxPolicy::default()
+            },
+            SandboxPolicy {
+                allowlist: Some(allowlist.clone()),
+                writable: vec![PathBuf::from("/w")],
+                when_unavailable: WhenUnavailable::Warn,
+                ..SandboxPolicy::default()
+            },
+            SandboxPolicy {
+                allowlist: Some(Allowlist {
+                    allow_private_network: false,
+                    ..allowlist
+                }),
+                mode: SandboxMode::ReadOnly,
+                ..SandboxPolicy::default()
+            },
+        ] {
+            let args = std::iter::once("x".to_owned()).chain(policy.to_args());
+            let parsed = Flags::try_parse_from(args).unwrap().sandbox.policy();
+            assert_eq!(parsed, policy);
+        }
+        assert!(
+            Flags::try_parse_from([
+                "x",
+                "--sandbox-allowlist",
+                "--sandbox-allowed-domain",
+                "a/b"
+            ])
+            .is_err()
+        );
+        assert_eq!(
+            SandboxPolicy {
+                allowlist: Some(Allowlist {
+                    domains: DomainList::parse(&["crates.io"]).unwrap(),
+                    allow_private_network: false,
+                }),
+                ..SandboxPolicy::default()
+            }
+            .describe(),
+            "workspace-write, network allowlist (1 domain)"
+        );
     }
 }

@@ -6,8 +6,8 @@
 use std::path::PathBuf;
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
-    Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
+    PathFd, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
 };
 
 /// The ABI filesystem confinement needs: 3 adds `truncate`, without which
@@ -32,12 +32,15 @@ pub(super) const DEVICES: &[&str] = &[
 
 /// The ruleset: every write right of ABI 3 handled, granted beneath each
 /// existing path of `writable` (files get the rights a file can have);
-/// TCP connect and bind handled (so denied) unless `network`; signals and
-/// abstract sockets scoped from ABI 6. Missing paths are skipped.
+/// TCP connect and bind handled (so denied) unless `network`, except a
+/// connect to `relay_port` (the allowlist's relay, inside the command's
+/// own network namespace); signals and abstract sockets scoped from ABI 6.
+/// Missing paths are skipped.
 pub(super) fn ruleset(
     abi: u8,
     writable: &[PathBuf],
     network: bool,
+    relay_port: Option<u16>,
 ) -> Result<RulesetCreated, String> {
     let handled = AccessFs::from_write(ABI::V3);
     let file_rights = handled & AccessFs::from_file(ABI::V3);
@@ -58,6 +61,11 @@ pub(super) fn ruleset(
             .map_err(|e| fail(&e))?;
     }
     let mut created = ruleset.create().map_err(|e| fail(&e))?;
+    if let Some(port) = relay_port.filter(|_| !network && abi >= NET_ABI) {
+        created = created
+            .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+            .map_err(|e| fail(&e))?;
+    }
     for path in writable {
         let Ok(meta) = std::fs::metadata(path) else {
             continue;

@@ -369,3 +369,36 @@ async fn the_default_config_allows_no_private_network() {
     assert!(!config.allow_private_network);
     assert!(config.allowed_hosts.is_empty());
 }
+
+#[tokio::test]
+async fn with_web_allowed_domains_an_unlisted_host_is_refused_even_by_redirect() {
+    let server = local::serve().await;
+    let port = server.port();
+    let config = FetchConfig {
+        allow_private_network: true,
+        allowed_domains: Some(mcp_tools::net::DomainList::parse(&["localhost"]).unwrap()),
+        ..FetchConfig::default()
+    };
+    let c = client_of(config).await;
+    let (err, text) = get(&c, format!("http://localhost:{port}/page")).await;
+    assert!(!err && text.contains("Hello web"), "{text}");
+    // The same server by address is not the listed name.
+    let url = format!("http://127.0.0.1:{port}/page");
+    let (err, text) = get(&c, url.clone()).await;
+    assert!(err, "{text}");
+    assert_eq!(
+        text,
+        format!(
+            "refused {url}: 127.0.0.1 is not in web_allowed_domains, so web_fetch cannot reach \
+             it; only the user can add it (web_allowed_domains in ~/.nanohermes/config.toml): \
+             ask them rather than trying another way"
+        )
+    );
+    // Nor may a redirect from a listed host lead off the list.
+    let url = format!("http://localhost:{port}/to?http://127.0.0.1:{port}/page");
+    let (err, text) = get(&c, url).await;
+    assert!(
+        err && text.contains("127.0.0.1 is not in web_allowed_domains"),
+        "{text}"
+    );
+}
