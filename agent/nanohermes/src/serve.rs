@@ -10,12 +10,14 @@
 //! | `progress` | `notifications/progress` per step, the session written per step |
 //! | [`nanohermes_session`] | session files under `WORKSPACE/.nanohermes/sessions/` (shared with `run`) |
 //! | `tasks` | the tasks extension's handles, persisted under `$NANOHERMES_HOME/tasks/` |
+//! | `store` | the one store interface: those files, or PostgreSQL shared by replicas (leases, takeover) |
 //! | `approval` | elicitation (2025-11-25) or input-required (2026-07-28) questions |
 
 mod approval;
 mod handler;
 mod progress;
 mod run_task;
+pub mod store;
 mod tasks;
 mod tools;
 mod workspaces;
@@ -28,6 +30,7 @@ use mcp_tools::serve::HttpArgs;
 
 pub use handler::{AgentServer, tool_result};
 pub use run_task::{RUN_TASK, RunStatus, RunTaskArgs, RunTaskOutput, RunUsage};
+pub use store::Store;
 pub use tasks::TaskStore;
 pub use workspaces::Workspaces;
 
@@ -45,12 +48,22 @@ pub struct ServeArgs {
     /// Print the run_task declaration as JSON and exit.
     #[arg(long)]
     pub print_schema: bool,
+    /// Where tasks and sessions are kept: `files` (the default) or
+    /// `postgres://USER@HOST:PORT/DB`, shared by replicas (the password
+    /// from $NANOHERMES_STORE_PASSWORD or $PGPASSWORD, never the URL)
+    /// [default: files].
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    /// How long SIGTERM waits for running tasks to reach a step boundary
+    /// and give their leases back (PostgreSQL store).
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    pub drain_secs: u64,
 }
 
 /// The `schemas/run_task.json` document: what `tools/list` answers.
 pub async fn schema_document() -> anyhow::Result<serde_json::Value> {
     let workspaces = Workspaces::new(&[std::env::temp_dir()], Options::default())?;
-    let server = AgentServer::new(workspaces, TaskStore::open(None));
+    let server = AgentServer::new(workspaces, Store::Files(TaskStore::open(None)));
     mcp_tools::schema::tools_document("run_task", server).await
 }
 
@@ -76,7 +89,28 @@ pub async fn main(options: &Options, args: ServeArgs) -> anyhow::Result<ExitCode
         }
     };
     let workspaces = Workspaces::new(&args.roots, options.clone())?;
-    let server = AgentServer::new(workspaces, TaskStore::open(default_task_dir()));
+    let replicas = match args.store.as_deref() {
+        None | Some("files") => None,
+        Some(url) => match store::open_postgres(url).await {
+            Ok(replicas) => Some(replicas),
+            Err(e) => {
+                eprintln!("{NAME}: {e}");
+                return Ok(ExitCode::from(crate::cli::EXIT_USAGE));
+            }
+        },
+    };
+    let server = match &replicas {
+        None => AgentServer::new(
+            workspaces,
+            Store::Files(TaskStore::open(default_task_dir())),
+        ),
+        Some(replicas) => {
+            let server = AgentServer::new(workspaces, Store::Postgres(replicas.clone()));
+            let taker = server.clone();
+            replicas.start(move |claimed| taker.take_over(claimed));
+            server
+        }
+    };
     server.prepare_first_root();
     let served = match http {
         Some((addr, policy)) => {
@@ -87,7 +121,14 @@ pub async fn main(options: &Options, args: ServeArgs) -> anyhow::Result<ExitCode
                     return Ok(ExitCode::from(crate::cli::EXIT_USAGE));
                 }
             };
-            mcp_tools::serve::serve_http(NAME, listener, policy, server.clone()).await
+            match &replicas {
+                None => mcp_tools::serve::serve_http(NAME, listener, policy, server.clone()).await,
+                Some(replicas) => {
+                    let drain = std::time::Duration::from_secs(args.drain_secs);
+                    store::http::serve(NAME, listener, policy, server.clone(), replicas, drain)
+                        .await
+                }
+            }
         }
         None => mcp_tools::serve::serve_stdio(server.clone()).await,
     };
