@@ -268,9 +268,15 @@ impl Replicas {
         };
         for signal in signals {
             if signal.cancel
-                && let Some(live) = self.live().get(&signal.task_id)
+                && let Some(live) = self.live().get_mut(&signal.task_id)
             {
                 live.interrupt.request();
+                // A question open now is answered no: the run reaches its
+                // step boundary instead of waiting for an answer nobody
+                // will send.
+                if let Some(waiting) = live.answer.take() {
+                    let _ = waiting.send(Answer::No);
+                }
             }
             let Some(answer) = signal.answer else {
                 continue;
