@@ -60,6 +60,14 @@ pub struct ServeArgs {
     pub drain_secs: u64,
 }
 
+impl ServeArgs {
+    /// Whether SIGTERM drains this server (HTTP over the PostgreSQL
+    /// store) rather than ending it at once.
+    pub fn drains_on_sigterm(&self) -> bool {
+        self.http.addr.is_some() && self.store.as_deref().is_some_and(|s| s != "files")
+    }
+}
+
 /// The `schemas/run_task.json` document: what `tools/list` answers.
 pub async fn schema_document() -> anyhow::Result<serde_json::Value> {
     let workspaces = Workspaces::new(&[std::env::temp_dir()], Options::default())?;

@@ -624,6 +624,110 @@ async fn a_second_task_on_a_busy_workspace_is_refused_on_every_replica() {
     assert_requests_valid(&cluster.mock.requests());
 }
 
+#[tokio::test]
+#[ignore = "needs PostgreSQL and nginx: scripts/replicas-env"]
+async fn sigterm_lets_the_step_end_gives_the_lease_back_and_another_replica_continues() {
+    let mut cluster = Cluster::start(
+        2,
+        1,
+        "goal",
+        vec![
+            tool_calls(&[call(
+                "c1",
+                "run_command",
+                json!({"command": "touch started.txt; sleep 2; echo step-one-done"}),
+            )])
+            .into(),
+            text(&["done"]).into(),
+        ],
+    )
+    .await;
+    let http = reqwest::Client::new();
+    for replica in &cluster.replicas {
+        let base = replica.url.trim_end_matches("/mcp");
+        for probe in ["health", "ready"] {
+            let response = http.get(format!("{base}/{probe}")).send().await.unwrap();
+            assert_eq!(response.status(), 200, "/{probe}");
+        }
+    }
+    let a = connect(&cluster.replicas[0].url, None).await;
+    let b = connect(&cluster.replicas[1].url, None).await;
+    let id = start_task(&a, json!({"task": "work", "workspace": "w0"})).await;
+    let marker = cluster.workspace(0).join("started.txt");
+    until("the first step's command", || marker.exists()).await;
+    let pid = cluster.replicas[0].child.id().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = tokio::time::timeout(HANG_GUARD, cluster.replicas[0].child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    let task = poll_until(&b, &id, ended).await;
+    let out = output(&task);
+    assert_eq!(out["final_text"], "done", "{out:?}");
+    let history = cluster.session(out["session_id"].as_str().unwrap()).await;
+    assert_session_valid(&history);
+    // The step that was running when SIGTERM came was finished and kept.
+    assert_eq!(history.len(), 4, "{history:?}");
+    assert!(
+        history[2]["content"]
+            .as_str()
+            .unwrap()
+            .contains("step-one-done")
+    );
+    assert_requests_valid(&cluster.mock.requests());
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL and nginx: scripts/replicas-env"]
+async fn a_stalled_replica_that_lost_its_lease_writes_nothing_after_the_takeover() {
+    let mut cluster = Cluster::start(
+        2,
+        1,
+        "goal",
+        vec![
+            tool_calls(&[call(
+                "c1",
+                "run_command",
+                json!({"command": "touch started.txt; sleep 9; echo stale"}),
+            )])
+            .into(),
+            text(&["done by the other replica"]).into(),
+        ],
+    )
+    .await;
+    let a = connect(&cluster.replicas[0].url, None).await;
+    let b = connect(&cluster.replicas[1].url, None).await;
+    let id = start_task(&a, json!({"task": "work", "workspace": "w0"})).await;
+    let marker = cluster.workspace(0).join("started.txt");
+    until("the first step's command", || marker.exists()).await;
+    let pid = nix::unistd::Pid::from_raw(cluster.replicas[0].child.id().unwrap() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    let task = poll_until(&b, &id, ended).await;
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).unwrap();
+    let out = output(&task);
+    assert_eq!(out["final_text"], "done by the other replica");
+    let session = out["session_id"].as_str().unwrap().to_owned();
+    let before = cluster.session(&session).await;
+    // The stalled replica's command ends after the takeover finished; its
+    // step boundary finds the lease gone and writes nothing.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(cluster.session(&session).await, before);
+    assert_session_valid(&before);
+    let again = b.get_task(GetTaskParams::new(&id)).await.unwrap().task;
+    assert_eq!(output(&again)["final_text"], "done by the other replica");
+    assert_eq!(
+        cluster.mock.requests().len(),
+        2,
+        "the stale run asked nothing more"
+    );
+    let _ = cluster.replicas[0].child.start_kill();
+}
+
 /// What a takeover relies on: a stored history continued without a new
 /// user message asks the model with exactly that history.
 #[tokio::test]

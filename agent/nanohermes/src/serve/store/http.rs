@@ -90,6 +90,14 @@ pub async fn serve(
                 () = terminated => {}
             }
             replicas.stop(drain).await;
+            // Open response streams would hold a graceful shutdown
+            // forever; the leases are given back, so a few seconds is
+            // all they get.
+            std::thread::spawn(|| {
+                std::thread::sleep(Duration::from_secs(5));
+                mcp_tools::spawn::kill_all_spawned();
+                std::process::exit(0);
+            });
             ct.cancel();
         })
         .await?;
