@@ -28,7 +28,9 @@ pub use era::Era;
 pub use layered::{ConfigSources, Loaded, Overrides, Settings, TrustCheck, load, trust_check};
 pub use paths::Paths;
 pub use providers::{Provider, RawProvider, WireName};
-pub use raw::{BuiltinName, HookEvent, HookGroup, Mode, RawConfig, RawServer, Run, TrustLevel};
+pub use raw::{
+    BuiltinName, HookEvent, HookGroup, Mode, RawConfig, RawServe, RawServer, Run, TrustLevel,
+};
 pub use servers::{HttpSpec, OAuthSpec, Origin, ServerSpec, StdioSpec, Transport, parse_mcp_flag};
 pub use trust::TrustStatus;
 

@@ -51,7 +51,7 @@ pub struct ServeArgs {
     /// Where tasks and sessions are kept: `files` (the default) or
     /// `postgres://USER@HOST:PORT/DB`, shared by replicas (the password
     /// from $NANOHERMES_STORE_PASSWORD or $PGPASSWORD, never the URL)
-    /// [default: files].
+    /// [default: `[serve] store` in your own config, else files].
     #[arg(long, value_name = "URL")]
     pub store: Option<String>,
     /// How long SIGTERM waits for running tasks to reach a step boundary
@@ -64,7 +64,11 @@ impl ServeArgs {
     /// Whether SIGTERM drains this server (HTTP over the PostgreSQL
     /// store) rather than ending it at once.
     pub fn drains_on_sigterm(&self) -> bool {
-        self.http.addr.is_some() && self.store.as_deref().is_some_and(|s| s != "files")
+        let store = self
+            .store
+            .clone()
+            .or_else(|| configured_store().ok().flatten());
+        self.http.addr.is_some() && store.is_some_and(|s| s != "files")
     }
 }
 
@@ -73,6 +77,25 @@ pub async fn schema_document() -> anyhow::Result<serde_json::Value> {
     let workspaces = Workspaces::new(&[std::env::temp_dir()], Options::default())?;
     let server = AgentServer::new(workspaces, Store::Files(TaskStore::open(None)));
     mcp_tools::schema::tools_document("run_task", server).await
+}
+
+/// `[serve] store` in the user's own config (a project's config may not
+/// set it: the config layer refuses the key there).
+fn configured_store() -> Result<Option<String>, String> {
+    let Some(home) = nanohermes_config::Paths::of_process().home() else {
+        return Ok(None);
+    };
+    let path = nanohermes_config::files::user_config(home);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(None);
+    };
+    let raw = nanohermes_config::raw::parse(
+        &path.display().to_string(),
+        &text,
+        nanohermes_config::raw::FileKind::User,
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(raw.serve.and_then(|serve| serve.store))
 }
 
 /// Where task handles are kept: `$NANOHERMES_HOME/tasks`.
@@ -97,7 +120,18 @@ pub async fn main(options: &Options, args: ServeArgs) -> anyhow::Result<ExitCode
         }
     };
     let workspaces = Workspaces::new(&args.roots, options.clone())?;
-    let replicas = match args.store.as_deref() {
+    let store = match args
+        .store
+        .clone()
+        .map_or_else(configured_store, |s| Ok(Some(s)))
+    {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("{NAME}: {e}");
+            return Ok(ExitCode::from(crate::cli::EXIT_USAGE));
+        }
+    };
+    let replicas = match store.as_deref() {
         None | Some("files") => None,
         Some(url) => match store::open_postgres(url).await {
             Ok(replicas) => Some(replicas),

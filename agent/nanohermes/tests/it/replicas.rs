@@ -81,25 +81,27 @@ impl Cluster {
             replicas: Vec::new(),
             nginx: None,
         };
-        for _ in 0..replicas {
-            let replica = cluster.replica(mode).await;
+        for i in 0..replicas {
+            let replica = cluster.replica(mode, i % 2 == 1).await;
             cluster.replicas.push(replica);
         }
         cluster
     }
 
-    async fn replica(&self, mode: &str) -> Replica {
+    /// A replica told of the store by `--store`, or by `[serve] store` in
+    /// its user config (`configured`).
+    async fn replica(&self, mode: &str, configured: bool) -> Replica {
         let home = tempfile::tempdir().unwrap();
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"));
+        command.args(["serve", "--http", "127.0.0.1:0"]);
+        if configured {
+            let config = format!("[serve]\nstore = {:?}\n", self.db);
+            std::fs::write(home.path().join("config.toml"), config).unwrap();
+        } else {
+            command.args(["--store", &self.db]);
+        }
         command
-            .args([
-                "serve",
-                "--http",
-                "127.0.0.1:0",
-                "--store",
-                &self.db,
-                "--root",
-            ])
+            .arg("--root")
             .arg(self.root.path())
             .env("NANOHERMES_HOME", home.path())
             .env("OPENAI_BASE_URL", self.mock.base_url())
