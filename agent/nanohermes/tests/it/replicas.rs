@@ -81,10 +81,12 @@ impl Cluster {
             replicas: Vec::new(),
             nginx: None,
         };
-        for i in 0..replicas {
-            let replica = cluster.replica(mode, i % 2 == 1).await;
-            cluster.replicas.push(replica);
-        }
+        // Started together: each creates or migrates the schema at once,
+        // under the store's advisory lock.
+        let started =
+            futures::future::join_all((0..replicas).map(|i| cluster.replica(mode, i % 2 == 1)))
+                .await;
+        cluster.replicas = started;
         cluster
     }
 
