@@ -16,7 +16,10 @@
 //! (`nanohermes serve` start to the first `run_task` progress), `tools`
 //! (grep against rg, memory search at 100 000 memories), `sizes`, `ready`
 //! (each tool server's spawn → handshake answer → `tools/list` answer over
-//! stdio, both protocol eras, and its exit once stdin closes).
+//! stdio, both protocol eras, and its exit once stdin closes), `replicas`
+//! (`serve --store postgres://…`: tasks per minute on 1, 2 and 3 replicas,
+//! takeover after a SIGKILL, cancel and approval latency across replicas;
+//! needs `scripts/replicas-env`, else reported skipped).
 //!
 //! `--baseline PATH` runs every section with the agent at PATH too (say,
 //! a release build of an earlier commit), alternating with this build's
@@ -34,6 +37,7 @@ mod calls;
 #[allow(dead_code, missing_docs, unreachable_pub)]
 mod mock_model;
 mod ready;
+mod replicas;
 mod serve_start;
 mod stats;
 mod tools;
@@ -46,8 +50,8 @@ use bins::Bins;
 use stats::{Number, Table, bytes, median, quantile, show};
 
 /// Every section, in the order they run.
-const SECTIONS: [&str; 9] = [
-    "start", "loop", "calls", "rss", "serve", "tools", "sizes", "ready", "cache",
+const SECTIONS: [&str; 10] = [
+    "start", "loop", "calls", "rss", "serve", "tools", "sizes", "ready", "cache", "replicas",
 ];
 
 /// The command line: `[--runs N] [--baseline PATH [--rounds N]] [SECTION...]`.
@@ -165,6 +169,7 @@ async fn run_section(
         "sizes" => sizes(bins, table),
         "ready" => ready_figures(bins, runs, table).await,
         "cache" => cache::figures(bins, table).await,
+        "replicas" => replicas::figures(bins, table).await,
         _ => unreachable!("checked by parse_args"),
     }
 }
