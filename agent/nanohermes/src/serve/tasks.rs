@@ -359,7 +359,7 @@ pub fn now_iso() -> String {
 }
 
 /// `time` in UTC as ISO 8601 with seconds.
-fn iso8601(time: SystemTime) -> String {
+pub(super) fn iso8601(time: SystemTime) -> String {
     let secs = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let (days, rest) = (secs / 86_400, secs % 86_400);
     // Howard Hinnant's civil-from-days.

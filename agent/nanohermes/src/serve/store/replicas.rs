@@ -28,7 +28,7 @@ use tokio::sync::oneshot;
 use super::Registration;
 use super::pg::Pg;
 use super::rows::{Claimed, NewTask, Refused};
-use crate::serve::tasks::{now_iso, result_object, task_of_parts};
+use crate::serve::tasks::{TTL, iso8601, now_iso, result_object, task_of_parts};
 use nanohermes_core::interrupt::Interrupt;
 use nanohermes_core::policy::approval::Answer;
 
@@ -38,6 +38,8 @@ pub const SIGNAL_POLL: Duration = Duration::from_millis(100);
 pub const HEARTBEAT: Duration = Duration::from_secs(1);
 /// How often a replica looks for tasks whose runner died.
 pub const CLAIM_POLL: Duration = Duration::from_secs(1);
+/// How often a replica drops tasks past their time to live.
+const EXPIRY_SWEEP: Duration = Duration::from_secs(600);
 
 /// A run on this replica.
 struct Live {
@@ -353,8 +355,17 @@ impl Replicas {
         });
         let me = self.clone();
         tokio::spawn(async move {
+            let mut last_expiry = None::<tokio::time::Instant>;
             loop {
                 tokio::time::sleep(CLAIM_POLL).await;
+                // Ended tasks are kept for TTL, as in the file store.
+                if last_expiry.is_none_or(|at| at.elapsed() > EXPIRY_SWEEP) {
+                    last_expiry = Some(tokio::time::Instant::now());
+                    let cutoff = iso8601(std::time::SystemTime::now() - TTL);
+                    if let Err(e) = me.pg.expire(&cutoff).await {
+                        tracing::info!("store: expiring old tasks: {e}");
+                    }
+                }
                 if me.stopping.load(Ordering::Relaxed) {
                     return;
                 }

@@ -122,7 +122,16 @@ impl Pg {
                 let result = match result {
                     Ok(_) => Ok(Ok(())),
                     Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
-                        Ok(Err(Refused::WorkspaceBusy))
+                        // A retry whose first attempt committed before its
+                        // connection dropped finds its own row.
+                        match client
+                            .query_opt("SELECT 1 FROM nh_tasks WHERE task_id = $1", &[&task.task_id])
+                            .await
+                        {
+                            Ok(Some(_)) => Ok(Ok(())),
+                            Ok(None) => Ok(Err(Refused::WorkspaceBusy)),
+                            Err(e) => Err(PgError::from(e)),
+                        }
                     }
                     Err(e) => Err(PgError::from(e)),
                 };
@@ -350,6 +359,24 @@ impl Pg {
                         cancel_requested: row.get(6),
                     })
                 })
+                .map_err(PgError::from);
+            (client, result)
+        })
+        .await
+    }
+}
+
+impl Pg {
+    /// Drops ended tasks last changed before `cutoff` (ISO 8601, which
+    /// sorts as text), as the file store drops expired task files.
+    pub async fn expire(&self, cutoff: &str) -> Result<u64, PgError> {
+        self.with(|client| async move {
+            let result = client
+                .execute(
+                    "DELETE FROM nh_tasks WHERE status <> 'working' AND updated_at < $1",
+                    &[&cutoff],
+                )
+                .await
                 .map_err(PgError::from);
             (client, result)
         })
