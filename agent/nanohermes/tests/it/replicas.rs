@@ -45,9 +45,22 @@ struct Replica {
     _home: tempfile::TempDir,
 }
 
+/// Tests that stop or restart PostgreSQL run alone: the others share the
+/// server, and an outage would shift the lease timings they check.
+static OUTAGES: std::sync::LazyLock<std::sync::Arc<tokio::sync::RwLock<()>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// A test's turn at the shared PostgreSQL (each guard is held only for
+/// its drop, at the end of the test).
+enum Turn {
+    Shared(#[allow(dead_code)] tokio::sync::OwnedRwLockReadGuard<()>),
+    Alone(#[allow(dead_code)] tokio::sync::OwnedRwLockWriteGuard<()>),
+}
+
 /// A database, a root with workspaces `w0`…, the scripted model, and
 /// replicas over them.
 struct Cluster {
+    _turn: Turn,
     db: String,
     root: tempfile::TempDir,
     mock: MockModel,
@@ -57,6 +70,28 @@ struct Cluster {
 
 impl Cluster {
     async fn start(replicas: usize, workspaces: usize, mode: &str, script: Vec<Step>) -> Cluster {
+        let turn = Turn::Shared(OUTAGES.clone().read_owned().await);
+        Cluster::start_in(turn, replicas, workspaces, mode, script).await
+    }
+
+    /// [`Cluster::start`] for a test that stops or restarts PostgreSQL.
+    async fn start_alone(
+        replicas: usize,
+        workspaces: usize,
+        mode: &str,
+        script: Vec<Step>,
+    ) -> Cluster {
+        let turn = Turn::Alone(OUTAGES.clone().write_owned().await);
+        Cluster::start_in(turn, replicas, workspaces, mode, script).await
+    }
+
+    async fn start_in(
+        turn: Turn,
+        replicas: usize,
+        workspaces: usize,
+        mode: &str,
+        script: Vec<Step>,
+    ) -> Cluster {
         let base = env("NANOHERMES_TEST_PG_URL");
         let name = format!("nh_{}", nanohermes_session::new_id().replace('-', "_"));
         let (client, connection) = tokio_postgres::connect(&base, tokio_postgres::NoTls)
@@ -75,6 +110,7 @@ impl Cluster {
             std::fs::write(dir.join("a.txt"), "alpha\n").unwrap();
         }
         let mut cluster = Cluster {
+            _turn: turn,
             db,
             root,
             mock: MockModel::start_strict(script).await,
@@ -467,7 +503,7 @@ async fn a_replica_killed_mid_task_is_taken_over_and_the_host_sees_one_task_fini
 #[tokio::test]
 #[ignore = "needs PostgreSQL and nginx: scripts/replicas-env"]
 async fn postgres_restarted_mid_task_loses_nothing() {
-    let cluster = Cluster::start(
+    let cluster = Cluster::start_alone(
         2,
         1,
         "goal",
@@ -503,6 +539,66 @@ async fn postgres_restarted_mid_task_loses_nothing() {
     let history = cluster.session(out["session_id"].as_str().unwrap()).await;
     assert_session_valid(&history);
     assert_eq!(history.len(), 6, "every step kept: {history:?}");
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL and nginx: scripts/replicas-env"]
+async fn while_postgres_is_down_ready_says_so_and_the_run_waits_then_finishes() {
+    let cluster = Cluster::start_alone(
+        1,
+        1,
+        "goal",
+        vec![
+            tool_calls(&[call(
+                "c1",
+                "run_command",
+                json!({"command": "touch one.txt; sleep 1"}),
+            )])
+            .into(),
+            text(&["done"]).into(),
+        ],
+    )
+    .await;
+    let base = cluster.replicas[0].url.trim_end_matches("/mcp").to_owned();
+    let http = reqwest::Client::new();
+    let probe = async |path: &str| {
+        http.get(format!("{base}/{path}"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    assert_eq!(probe("ready").await, 200);
+    let a = connect(&cluster.replicas[0].url, None).await;
+    let id = start_task(&a, json!({"task": "work", "workspace": "w0"})).await;
+    let marker = cluster.workspace(0).join("one.txt");
+    until("the first step's command", || marker.exists()).await;
+    let script = env("NANOHERMES_TEST_PG_RESTART");
+    let pg = |what: &str| {
+        let command = script.replace(" restart", &format!(" {what}"));
+        assert!(
+            std::process::Command::new("sh")
+                .args(["-c", &command])
+                .status()
+                .unwrap()
+                .success()
+        );
+    };
+    pg("stop");
+    // The step ends while the store is down: its write waits for it.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(probe("ready").await, 503);
+    assert_eq!(probe("health").await, 200);
+    pg("start");
+    assert_eq!(probe("ready").await, 200);
+    let task = poll_until(&a, &id, ended).await;
+    let out = output(&task);
+    assert_eq!(out["final_text"], "done", "{out:?}");
+    let history = cluster.session(out["session_id"].as_str().unwrap()).await;
+    assert_session_valid(&history);
+    assert_eq!(history.len(), 4, "every step kept: {history:?}");
+    assert_eq!(cluster.mock.requests().len(), 2);
 }
 
 #[tokio::test]
