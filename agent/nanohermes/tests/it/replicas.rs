@@ -828,6 +828,30 @@ async fn a_stalled_replica_that_lost_its_lease_writes_nothing_after_the_takeover
     let _ = cluster.replicas[0].child.start_kill();
 }
 
+/// The store's password comes from the environment, never the command
+/// line: a URL carrying one is refused before anything connects.
+#[test]
+fn a_store_url_with_a_password_or_of_another_kind_is_refused() {
+    let home = tempfile::tempdir().unwrap();
+    for (store, says) in [
+        (
+            "postgres://me:secret@127.0.0.1:1/db",
+            "put no password in the URL",
+        ),
+        ("mysql://me:secret@127.0.0.1/db", "not a PostgreSQL URL"),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"))
+            .args(["serve", "--http", "127.0.0.1:0", "--store", store])
+            .env("NANOHERMES_HOME", home.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+        assert!(!stderr.contains("secret"), "{stderr}");
+    }
+}
+
 /// What a takeover relies on: a stored history continued without a new
 /// user message asks the model with exactly that history.
 #[tokio::test]

@@ -125,7 +125,10 @@ impl Pg {
     pub fn new(url: &str) -> Result<Pg, String> {
         let mut config: Config = url
             .parse()
-            .map_err(|e| format!("--store {url:?} is not a PostgreSQL URL: {e}"))?;
+            // The URL is not echoed: a mistyped one may hold a password.
+            .map_err(|e| {
+                format!("--store: not a PostgreSQL URL (postgres://USER@HOST:PORT/DB): {e}")
+            })?;
         if config.get_password().is_some() {
             return Err(format!(
                 "--store: put no password in the URL (it would show in the process list); set {} instead",
