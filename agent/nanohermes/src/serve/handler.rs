@@ -1,12 +1,15 @@
 //! The MCP server side of `nanohermes serve`: `run_task` as a blocking call
 //! or as a task, cancellation, progress and approvals.
 //!
-//! Every run is a spawned tokio task that owns its agent. The request that
-//! started it only watches: a cancellation (stdio `notifications/cancelled`,
-//! or a closed HTTP response stream, which rmcp turns into the same token)
-//! sets the run's interrupt flag, so the loop stops at its next step
-//! boundary with a valid history, written to the session. Nothing is
-//! aborted mid-step, whatever the request does.
+//! Every run is a spawned tokio task that owns its agent, registered with
+//! the store first ([`super::store`]: files, or PostgreSQL shared by
+//! replicas, which may refuse it while its workspace is busy and may hand
+//! it to another replica later). The request that started it only
+//! watches: a cancellation (stdio `notifications/cancelled`, or a closed
+//! HTTP response stream, which rmcp turns into the same token) sets the
+//! run's interrupt flag, so the loop stops at its next step boundary with
+//! a valid history, written to the session. Nothing is aborted mid-step,
+//! whatever the request does.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -330,12 +333,12 @@ impl AgentServer {
                     .map_err(fail)?
             }
         };
+        // The row whose end the run records: a task's, a task taken
+        // over, or (PostgreSQL only, whose lease keeps the workspace) a
+        // blocking call's; the file store keeps none for blocking calls.
         let finish_id = resume
             .clone()
-            .or_else(|| task_id.as_ref().map(|t| t.task_id.clone()))
-            // A blocking call in PostgreSQL has a row too (its lease keeps
-            // the workspace); the file store keeps none.
-            ;
+            .or_else(|| task_id.as_ref().map(|t| t.task_id.clone()));
 
         let tools = TaskTools::new(runtime.hub.clone(), policy).await;
         let mut system_prompt = prompt::system_prompt(&workspace, &runtime.guidance);

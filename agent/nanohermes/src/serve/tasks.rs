@@ -8,6 +8,10 @@
 //! its server died cannot go on (its run died with it); the next server
 //! reports it completed with status `interrupted` and the session to
 //! continue, which was written at its last step boundary.
+//!
+//! This is the file implementation of [`super::store::Store`]; with the
+//! PostgreSQL one, such a task is continued by another replica instead.
+//! A task is visible only to the bearer that created it (`owner`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
