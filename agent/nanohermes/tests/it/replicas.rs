@@ -502,6 +502,61 @@ async fn a_replica_killed_mid_task_is_taken_over_and_the_host_sees_one_task_fini
 
 #[tokio::test]
 #[ignore = "needs PostgreSQL and nginx: scripts/replicas-env"]
+async fn a_question_open_when_its_replica_died_is_asked_again_by_the_one_that_took_over() {
+    let mut cluster = Cluster::start(
+        2,
+        1,
+        "default",
+        vec![
+            tool_calls(&[call(
+                "c1",
+                "run_command",
+                json!({"command": "echo first-ask"}),
+            )])
+            .into(),
+            tool_calls(&[call(
+                "c2",
+                "run_command",
+                json!({"command": "echo second-ask"}),
+            )])
+            .into(),
+            text(&["done"]).into(),
+        ],
+    )
+    .await;
+    let a = connect(&cluster.replicas[0].url, Some("alice")).await;
+    let b = connect(&cluster.replicas[1].url, Some("alice")).await;
+    let id = start_task(&a, json!({"task": "work", "workspace": "w0"})).await;
+    let asking =
+        |t: &DetailedTask| matches!(t.payload, TaskPayload::InputRequired { .. }) || ended(t);
+    poll_until(&b, &id, asking).await;
+    cluster.replicas[0].child.start_kill().unwrap();
+    cluster.replicas[0].child.wait().await.unwrap();
+    // The question died with its replica; the takeover asks its own.
+    let task = poll_until(&b, &id, |t| cluster.mock.requests().len() == 2 && asking(t)).await;
+    let TaskPayload::InputRequired { input_requests } = &task.payload else {
+        panic!("{task:?}")
+    };
+    let question = serde_json::to_string(&input_requests["approval"]).unwrap();
+    assert!(question.contains("second-ask"), "{question}");
+    let answer = [("approval".to_owned(), json!({"action": "accept"}))].into();
+    b.update_task(UpdateTaskParams::new(&id, answer))
+        .await
+        .unwrap();
+    let out = output(&poll_until(&b, &id, ended).await);
+    assert_eq!(out["final_text"], "done", "{out:?}");
+    let requests = cluster.mock.requests();
+    assert_eq!(requests.len(), 3);
+    assert_requests_valid(&requests);
+    let result = requests[2].messages().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(result.contains("second-ask"), "{result}");
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL and nginx: scripts/replicas-env"]
 async fn postgres_restarted_mid_task_loses_nothing() {
     let cluster = Cluster::start_alone(
         2,
