@@ -21,6 +21,9 @@ use tokio_postgres::{Client, Config, NoTls};
 
 /// How long an operation waits for an unreachable database before failing.
 pub const OUTAGE: Duration = Duration::from_secs(60);
+/// The most connections one replica opens: with PostgreSQL's default of
+/// 100, a handful of replicas fit.
+pub const MAX_CONNECTIONS: usize = 16;
 /// How long a lease lasts without a heartbeat.
 pub const LEASE: Duration = Duration::from_secs(5);
 
@@ -76,6 +79,8 @@ const MIGRATIONS: &[&str] = &[
 pub struct Pg {
     config: Config,
     idle: Mutex<Vec<Client>>,
+    /// One permit per connection in use.
+    permits: tokio::sync::Semaphore,
     shown: String,
 }
 
@@ -146,6 +151,7 @@ impl Pg {
         Ok(Pg {
             config,
             idle: Mutex::default(),
+            permits: tokio::sync::Semaphore::new(MAX_CONNECTIONS),
             shown: url.to_owned(),
         })
     }
@@ -192,6 +198,7 @@ impl Pg {
         let deadline = tokio::time::Instant::now() + OUTAGE;
         let mut pause = Duration::from_millis(50);
         loop {
+            let permit = self.permits.acquire().await;
             let attempt = match self.take().await {
                 Ok(client) => {
                     let (client, result) = op(client).await;
@@ -200,6 +207,7 @@ impl Pg {
                 }
                 Err(e) => Err(e),
             };
+            drop(permit);
             match attempt {
                 Err(PgError::Down(e)) if tokio::time::Instant::now() < deadline => {
                     tracing::info!("store down, retrying: {e}");
@@ -213,6 +221,7 @@ impl Pg {
 
     /// Tries the database once (for `/ready`).
     pub async fn ping(&self) -> Result<(), PgError> {
+        let _permit = self.permits.acquire().await;
         let client = self.take().await?;
         let result = client.simple_query("SELECT 1").await.map(|_| ());
         self.give_back(client);
