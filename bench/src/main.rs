@@ -20,7 +20,10 @@
 //! `acp` (`nanohermes acp` exec → `initialize` answered; the model's first
 //! token → the first `agent_message_chunk` on the agent's stdout), `proxy`
 //! (a GET and a download on loopback, direct and through the sandbox's
-//! network allowlist).
+//! network allowlist), `replicas` (`serve --store postgres://…`: tasks per
+//! minute on 1, 2 and 3 replicas, takeover after a SIGKILL, cancel and
+//! approval latency across replicas; needs `scripts/replicas-env`, else
+//! reported skipped).
 //!
 //! `--baseline PATH` runs every section with the agent at PATH too (say,
 //! a release build of an earlier commit), alternating with this build's
@@ -40,6 +43,7 @@ mod calls;
 mod mock_model;
 mod proxy;
 mod ready;
+mod replicas;
 mod serve_start;
 mod stats;
 mod tools;
@@ -52,8 +56,9 @@ use bins::Bins;
 use stats::{Number, Table, bytes, median, quantile, show};
 
 /// Every section, in the order they run.
-const SECTIONS: [&str; 11] = [
+const SECTIONS: [&str; 12] = [
     "start", "loop", "calls", "rss", "serve", "tools", "sizes", "ready", "cache", "acp", "proxy",
+    "replicas",
 ];
 
 /// The command line: `[--runs N] [--baseline PATH [--rounds N]] [SECTION...]`.
@@ -173,6 +178,7 @@ async fn run_section(
         "cache" => cache::figures(bins, table).await,
         "acp" => acp(bins, runs, table).await,
         "proxy" => proxy::figures(runs, table).await,
+        "replicas" => replicas::figures(bins, table).await,
         _ => unreachable!("checked by parse_args"),
     }
 }

@@ -29,7 +29,7 @@ pub use layered::{ConfigSources, Loaded, Overrides, Settings, TrustCheck, load, 
 pub use paths::Paths;
 pub use providers::{Provider, RawProvider, WireName};
 pub use raw::{
-    BuiltinName, HookEvent, HookGroup, Mode, NetworkWord, RawConfig, RawServer, Run,
+    BuiltinName, HookEvent, HookGroup, Mode, NetworkWord, RawConfig, RawServe, RawServer, Run,
     SandboxNetwork, TrustLevel,
 };
 pub use servers::{HttpSpec, OAuthSpec, Origin, ServerSpec, StdioSpec, Transport, parse_mcp_flag};

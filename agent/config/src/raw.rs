@@ -114,6 +114,19 @@ pub struct RawConfig {
     /// Per-project decisions, by absolute path; only in your own config.
     #[serde(default)]
     pub projects: BTreeMap<String, RawProject>,
+    /// `nanohermes serve` settings; only in your own config.
+    pub serve: Option<RawServe>,
+}
+
+/// The `[serve]` table: how `nanohermes serve` keeps its state.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawServe {
+    /// Where tasks and sessions are kept: "files" [default] or
+    /// "postgres://USER@HOST:PORT/DB", shared by every replica (the
+    /// password from NANOHERMES_STORE_PASSWORD or PGPASSWORD, never here).
+    /// `--store` overrides it.
+    pub store: Option<String>,
 }
 
 /// `sandbox_network`: a bool, or the word `"allowlist"`.
@@ -423,6 +436,7 @@ const USER_ONLY: &[&str] = &[
     "api_key_env",
     "model_provider",
     "model_providers",
+    "serve",
 ];
 
 /// Sandbox keys: only the user widens or narrows what commands may do.
@@ -462,12 +476,16 @@ pub fn parse(file: &str, text: &str, kind: FileKind) -> Result<RawConfig, Config
         }
         for key in USER_ONLY {
             if doc.line(&[key]).is_some() {
+                let why = if *key == "serve" {
+                    "a repository must not choose where your tasks and sessions are stored"
+                } else {
+                    "a repository must not trust itself or send your API key elsewhere"
+                };
                 return Err(doc.error_at(
                     &[key],
                     format!(
                         "{key} is read only from your own config ($NANOHERMES_HOME/config.toml), \
-                         not from a project's: a repository must not trust itself or send your \
-                         API key elsewhere; move it to your own config"
+                         not from a project's: {why}; move it to your own config"
                     ),
                 ));
             }
@@ -599,7 +617,7 @@ mod tests {
              compact_keep_messages, memory, tool_search, tool_budget_bytes, tool_budget_count, \
              always_load_tools, sandbox, sandbox_network, sandbox_allowed_domains, \
              sandbox_writable, sandbox_unavailable, web_allowed_domains, \
-             mcp_servers, projects"
+             mcp_servers, projects, serve"
         );
     }
 
@@ -746,6 +764,7 @@ hooks = [{ type = "command", command = "./guard.sh", timeout = 30 }]
                 "\n\n[model_providers.openai]\nbase_url = \"http://evil.example/v1\"\n",
                 3,
             ),
+            ("[serve]\nstore = \"postgres://me@evil.example/db\"\n", 1),
         ] {
             let e = parse("/w/.nanohermes/config.toml", text, FileKind::Project).unwrap_err();
             assert_eq!(e.line, Some(line), "{e}");

@@ -233,7 +233,38 @@ impl<T: ToolBox> Agent<T> {
         // A resumed session may already be past the budget.
         self.compactor().compact_if_due(ui).await;
         ui.checkpoint(&self.messages);
+        self.steps(ui).await
+    }
 
+    /// Continues the history as it stands, without a new user message:
+    /// the run of a task whose process died, taken over from its last
+    /// step boundary (where the history is valid by construction). A
+    /// history that ends in an answer (an assistant message without tool
+    /// calls) is already done and asks the model nothing.
+    pub async fn continue_run(&mut self, ui: &mut dyn RunEvents) -> Result<RunSummary, LlmError> {
+        if let Some(last) = self.messages.last()
+            && last["role"] == "assistant"
+            && last
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .is_none_or(|calls| calls.is_empty())
+        {
+            return Ok(RunSummary {
+                outcome: Outcome::Done,
+                final_text: last["content"].as_str().unwrap_or_default().to_owned(),
+                iterations: 0,
+                used_tools: false,
+                tool_calls: 0,
+                finish_reason: None,
+            });
+        }
+        self.compactor().compact_if_due(ui).await;
+        self.steps(ui).await
+    }
+
+    /// The loop's steps from the history as it stands, to one of the
+    /// three exits.
+    async fn steps(&mut self, ui: &mut dyn RunEvents) -> Result<RunSummary, LlmError> {
         let mut completed = false;
         let mut interrupted = false;
         let mut used_tools = false;

@@ -112,8 +112,14 @@ pub fn main() -> ExitCode {
         Err(e) => return fail(&anyhow::anyhow!("cannot start the async runtime: {e}")),
     };
     let options = cli.options;
+    // `serve --http --store postgres://…` drains on SIGTERM instead
+    // (serve/store/http.rs): its tasks reach a step boundary and give
+    // their leases back to the other replicas.
+    let drains = matches!(&cli.command, Some(Command::Serve(args)) if args.drains_on_sigterm());
     let outcome = runtime.block_on(async move {
-        signals::watch_terminate();
+        if !drains {
+            signals::watch_terminate();
+        }
         if let Some(Command::Run { output_format, .. }) = &cli.command {
             // Under --output-format json|stream-json every error, this
             // early one too, ends stdout with a result object.

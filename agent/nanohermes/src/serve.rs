@@ -10,12 +10,14 @@
 //! | `progress` | `notifications/progress` per step, the session written per step |
 //! | [`nanohermes_session`] | session files under `WORKSPACE/.nanohermes/sessions/` (shared with `run`) |
 //! | `tasks` | the tasks extension's handles, persisted under `$NANOHERMES_HOME/tasks/` |
+//! | `store` | the one store interface: those files, or PostgreSQL shared by replicas (leases, takeover) |
 //! | `approval` | elicitation (2025-11-25) or input-required (2026-07-28) questions |
 
 mod approval;
 mod handler;
 mod progress;
 mod run_task;
+pub mod store;
 mod tasks;
 mod tools;
 mod workspaces;
@@ -28,6 +30,7 @@ use mcp_tools::serve::HttpArgs;
 
 pub use handler::{AgentServer, tool_result};
 pub use run_task::{RUN_TASK, RunStatus, RunTaskArgs, RunTaskOutput, RunUsage};
+pub use store::Store;
 pub use tasks::TaskStore;
 pub use workspaces::Workspaces;
 
@@ -45,13 +48,54 @@ pub struct ServeArgs {
     /// Print the run_task declaration as JSON and exit.
     #[arg(long)]
     pub print_schema: bool,
+    /// Where tasks and sessions are kept: `files` (the default) or
+    /// `postgres://USER@HOST:PORT/DB`, shared by replicas (the password
+    /// from $NANOHERMES_STORE_PASSWORD or $PGPASSWORD, never the URL)
+    /// [default: `[serve] store` in your own config, else files].
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    /// How long SIGTERM waits for running tasks to reach a step boundary
+    /// and give their leases back (PostgreSQL store).
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    pub drain_secs: u64,
+}
+
+impl ServeArgs {
+    /// Whether SIGTERM drains this server (HTTP over the PostgreSQL
+    /// store) rather than ending it at once.
+    pub fn drains_on_sigterm(&self) -> bool {
+        let store = self
+            .store
+            .clone()
+            .or_else(|| configured_store().ok().flatten());
+        self.http.addr.is_some() && store.is_some_and(|s| s != "files")
+    }
 }
 
 /// The `schemas/run_task.json` document: what `tools/list` answers.
 pub async fn schema_document() -> anyhow::Result<serde_json::Value> {
     let workspaces = Workspaces::new(&[std::env::temp_dir()], Options::default())?;
-    let server = AgentServer::new(workspaces, TaskStore::open(None));
+    let server = AgentServer::new(workspaces, Store::Files(TaskStore::open(None)));
     mcp_tools::schema::tools_document("run_task", server).await
+}
+
+/// `[serve] store` in the user's own config (a project's config may not
+/// set it: the config layer refuses the key there).
+fn configured_store() -> Result<Option<String>, String> {
+    let Some(home) = nanohermes_config::Paths::of_process().home() else {
+        return Ok(None);
+    };
+    let path = nanohermes_config::files::user_config(home);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(None);
+    };
+    let raw = nanohermes_config::raw::parse(
+        &path.display().to_string(),
+        &text,
+        nanohermes_config::raw::FileKind::User,
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(raw.serve.and_then(|serve| serve.store))
 }
 
 /// Where task handles are kept: `$NANOHERMES_HOME/tasks`.
@@ -76,7 +120,39 @@ pub async fn main(options: &Options, args: ServeArgs) -> anyhow::Result<ExitCode
         }
     };
     let workspaces = Workspaces::new(&args.roots, options.clone())?;
-    let server = AgentServer::new(workspaces, TaskStore::open(default_task_dir()));
+    let store = match args
+        .store
+        .clone()
+        .map_or_else(configured_store, |s| Ok(Some(s)))
+    {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("{NAME}: {e}");
+            return Ok(ExitCode::from(crate::cli::EXIT_USAGE));
+        }
+    };
+    let replicas = match store.as_deref() {
+        None | Some("files") => None,
+        Some(url) => match store::open_postgres(url).await {
+            Ok(replicas) => Some(replicas),
+            Err(e) => {
+                eprintln!("{NAME}: {e}");
+                return Ok(ExitCode::from(crate::cli::EXIT_USAGE));
+            }
+        },
+    };
+    let server = match &replicas {
+        None => AgentServer::new(
+            workspaces,
+            Store::Files(TaskStore::open(default_task_dir())),
+        ),
+        Some(replicas) => {
+            let server = AgentServer::new(workspaces, Store::Postgres(replicas.clone()));
+            let taker = server.clone();
+            replicas.start(move |claimed| taker.take_over(claimed));
+            server
+        }
+    };
     server.prepare_first_root();
     let served = match http {
         Some((addr, policy)) => {
@@ -87,7 +163,14 @@ pub async fn main(options: &Options, args: ServeArgs) -> anyhow::Result<ExitCode
                     return Ok(ExitCode::from(crate::cli::EXIT_USAGE));
                 }
             };
-            mcp_tools::serve::serve_http(NAME, listener, policy, server.clone()).await
+            match &replicas {
+                None => mcp_tools::serve::serve_http(NAME, listener, policy, server.clone()).await,
+                Some(replicas) => {
+                    let drain = std::time::Duration::from_secs(args.drain_secs);
+                    store::http::serve(NAME, listener, policy, server.clone(), replicas, drain)
+                        .await
+                }
+            }
         }
         None => mcp_tools::serve::serve_stdio(server.clone()).await,
     };

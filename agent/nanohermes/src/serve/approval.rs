@@ -156,6 +156,7 @@ impl AsyncPrompter for InputRequired {
 
 /// How the host of a request can answer (`InputRequired` exactly when the
 /// request is of the 2026-07-28 era).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HostAnswers {
     /// Through `elicitation/create` on this peer.
     Elicitation,
@@ -163,6 +164,26 @@ pub enum HostAnswers {
     InputRequired,
     /// Not at all.
     Never,
+}
+
+impl HostAnswers {
+    /// The word a task row keeps (a takeover asks the same way; an
+    /// elicitation needs the original connection, so it is kept as never).
+    pub fn word(self) -> &'static str {
+        match self {
+            HostAnswers::InputRequired => "input_required",
+            HostAnswers::Elicitation | HostAnswers::Never => "never",
+        }
+    }
+
+    /// The inverse of [`HostAnswers::word`].
+    pub fn of_word(word: &str) -> HostAnswers {
+        if word == "input_required" {
+            HostAnswers::InputRequired
+        } else {
+            HostAnswers::Never
+        }
+    }
 }
 
 /// Whether the request of `ctx` is of the 2026-07-28 era.
@@ -199,16 +220,20 @@ pub fn host_answers(ctx: &RequestContext<RoleServer>) -> HostAnswers {
 }
 
 /// The approvals of one run, and (for input-required) the questions it
-/// will ask.
+/// will ask. `peer` is the requesting host (`None` for a run taken over
+/// from another replica, whose host can only answer through the store).
 pub fn approvals(
     how: &HostAnswers,
-    peer: &Peer<RoleServer>,
+    peer: Option<&Peer<RoleServer>>,
 ) -> (Approvals, Option<mpsc::Receiver<Question>>) {
     match how {
-        HostAnswers::Elicitation => (
-            Approvals::asking_async(Arc::new(Elicit(peer.clone()))),
-            None,
-        ),
+        HostAnswers::Elicitation => match peer {
+            Some(peer) => (
+                Approvals::asking_async(Arc::new(Elicit(peer.clone()))),
+                None,
+            ),
+            None => (Approvals::denying(), None),
+        },
         HostAnswers::InputRequired => {
             let (tx, rx) = mpsc::channel(1);
             (

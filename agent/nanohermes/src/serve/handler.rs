@@ -1,12 +1,15 @@
 //! The MCP server side of `nanohermes serve`: `run_task` as a blocking call
 //! or as a task, cancellation, progress and approvals.
 //!
-//! Every run is a spawned tokio task that owns its agent. The request that
-//! started it only watches: a cancellation (stdio `notifications/cancelled`,
-//! or a closed HTTP response stream, which rmcp turns into the same token)
-//! sets the run's interrupt flag, so the loop stops at its next step
-//! boundary with a valid history, written to the session. Nothing is
-//! aborted mid-step, whatever the request does.
+//! Every run is a spawned tokio task that owns its agent, registered with
+//! the store first ([`super::store`]: files, or PostgreSQL shared by
+//! replicas, which may refuse it while its workspace is busy and may hand
+//! it to another replica later). The request that started it only
+//! watches: a cancellation (stdio `notifications/cancelled`, or a closed
+//! HTTP response stream, which rmcp turns into the same token) sets the
+//! run's interrupt flag, so the loop stops at its next step boundary with
+//! a valid history, written to the session. Nothing is aborted mid-step,
+//! whatever the request does.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -23,9 +26,11 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::approval::{self, HostAnswers, Question};
-use super::progress::{ProgressTarget, ServeUi};
+use super::progress::{ProgressTarget, ServeUi, SessionSink};
 use super::run_task::{self, RUN_TASK, RunStatus, RunTaskArgs, RunTaskOutput, RunUsage};
-use super::tasks::TaskStore;
+use super::store::rows::Claimed;
+use super::store::sessions::PgSession;
+use super::store::{Registration, Store, owner_of};
 use super::tools::TaskTools;
 use super::workspaces::Workspaces;
 use crate::app::{RunParts, assemble};
@@ -47,7 +52,7 @@ pub struct AgentServer(Arc<Inner>);
 
 struct Inner {
     workspaces: Workspaces,
-    tasks: TaskStore,
+    store: Store,
     /// Sessions a run is using now (one run per session at a time).
     busy: Mutex<HashSet<String>>,
     /// Runs paused on an approval a 2026-07-28 host has not answered yet,
@@ -65,12 +70,23 @@ struct Run {
     questions: Option<mpsc::Receiver<Question>>,
 }
 
-/// A run just started: what its request watches, its session, and the
-/// line of its latest step (for `tasks/get`).
+/// A run just started: what its request watches, and its task handle
+/// (none for a blocking call in the file store).
 struct Started {
     run: Run,
-    session: String,
-    last_step: Arc<Mutex<String>>,
+    task: Option<rmcp::model::Task>,
+}
+
+/// What a run is started with.
+struct Begin {
+    args: RunTaskArgs,
+    how: HostAnswers,
+    /// [`owner_of`] the request's bearer.
+    owner: String,
+    /// A blocking call: no handle is answered.
+    hidden: bool,
+    /// A task taken over from a replica that died: its id.
+    resume: Option<String>,
 }
 
 /// A run waiting for the answer a retry brings.
@@ -80,15 +96,15 @@ struct Waiting {
 }
 
 impl AgentServer {
-    /// A server for `workspaces`, keeping task handles in `tasks`.
-    pub fn new(workspaces: Workspaces, tasks: TaskStore) -> AgentServer {
+    /// A server for `workspaces`, keeping tasks and sessions in `store`.
+    pub fn new(workspaces: Workspaces, store: Store) -> AgentServer {
         let mut key = [0u8; 32];
         sessions::fill_random(&mut key);
         let codec = RequestStateCodec::try_new(key.to_vec())
             .unwrap_or_else(|_| unreachable!("a 32-byte key is long enough"));
         AgentServer(Arc::new(Inner {
             workspaces,
-            tasks,
+            store,
             busy: Mutex::default(),
             waiting: Mutex::default(),
             codec,
@@ -142,7 +158,14 @@ impl AgentServer {
             && ctx
                 .client_capabilities()
                 .is_some_and(|caps| caps.supports_tasks());
-        let started = match self.start(args, &how, &ctx).await {
+        let begin = Begin {
+            args,
+            how,
+            owner: owner_of_request(&ctx),
+            hidden: !as_task,
+            resume: None,
+        };
+        let started = match self.start(begin, Some(&ctx)).await {
             Ok(started) => started,
             Err(output) => return Ok(tool_result(&output).into()),
         };
@@ -152,13 +175,69 @@ impl AgentServer {
         self.drive(started.run, ctx).await
     }
 
-    /// Checks the arguments, loads or opens the session and spawns the run.
+    /// Runs task `claimed`, whose replica died, from its last step
+    /// boundary (PostgreSQL store only).
+    pub fn take_over(&self, claimed: Claimed) {
+        let server = self.clone();
+        tokio::spawn(async move {
+            let Store::Postgres(replicas) = &server.0.store else {
+                return;
+            };
+            let id = claimed.task_id.clone();
+            let ended = |message: &str| RunTaskOutput {
+                status: RunStatus::Interrupted,
+                ..RunTaskOutput::error(message.to_owned(), &claimed.session_id)
+            };
+            // A blocking call's caller went with its replica: nobody waits
+            // for a continuation; a cancelled task ends cancelled.
+            if claimed.hidden || claimed.cancel_requested {
+                let output = ended(&format!(
+                    "the replica running this call stopped; its session was kept at the last step: call run_task with session_id {:?} to continue",
+                    claimed.session_id
+                ));
+                replicas.finish(&id, &tool_result(&output)).await;
+                return;
+            }
+            let args = match serde_json::from_str::<RunTaskArgs>(&claimed.args) {
+                Ok(mut args) => {
+                    args.session_id = Some(claimed.session_id.clone());
+                    args
+                }
+                Err(e) => {
+                    let output = ended(&format!("the stored task cannot be read: {e}"));
+                    replicas.finish(&id, &tool_result(&output)).await;
+                    return;
+                }
+            };
+            let begin = Begin {
+                args,
+                how: HostAnswers::of_word(&claimed.answers),
+                owner: claimed.owner.clone(),
+                hidden: false,
+                resume: Some(id.clone()),
+            };
+            match server.start(begin, None).await {
+                Ok(mut started) => server.forward_questions(&id, &mut started.run),
+                Err(output) => replicas.finish(&id, &tool_result(&output)).await,
+            }
+        });
+    }
+
+    /// Checks the arguments, loads or opens the session, registers the
+    /// run with the store and spawns it. `ctx` is the request (`None` for
+    /// a task taken over, which continues its stored session).
     async fn start(
         &self,
-        args: RunTaskArgs,
-        how: &HostAnswers,
-        ctx: &RequestContext<RoleServer>,
+        begin: Begin,
+        ctx: Option<&RequestContext<RoleServer>>,
     ) -> Result<Started, RunTaskOutput> {
+        let Begin {
+            args,
+            how,
+            owner,
+            hidden,
+            resume,
+        } = begin;
         let given_session = args.session_id.clone().unwrap_or_default();
         let fail = |message: String| RunTaskOutput::error(message, &given_session);
         let workspace = self
@@ -174,15 +253,31 @@ impl AgentServer {
                 })?),
             };
         let store = SessionStore::of(&workspace);
-        let (session, earlier) = open_session(&store, &workspace, args.session_id.as_deref())
-            .await
-            .map_err(fail)?;
+        let (session, earlier) = match &self.0.store {
+            Store::Files(_) => open_session(&store, &workspace, args.session_id.as_deref()).await,
+            Store::Postgres(replicas) => {
+                open_stored_session(
+                    replicas.pg(),
+                    &workspace,
+                    args.session_id.as_deref(),
+                    resume.is_some(),
+                )
+                .await
+            }
+        }
+        .map_err(fail)?;
         let claim = SessionClaim::take(&self.0, &session).map_err(fail)?;
         // A host that gives up on a task whose workspace is still being
         // set up (its servers starting) gets its request back.
+        let cancelled = async {
+            match ctx {
+                Some(ctx) => ctx.ct.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
         let runtime = tokio::select! {
             runtime = self.0.workspaces.runtime(&workspace) => runtime.map_err(fail)?,
-            () = ctx.ct.cancelled() => {
+            () = cancelled => {
                 return Err(fail("cancelled while the workspace was being set up".into()));
             }
         };
@@ -206,6 +301,45 @@ impl AgentServer {
             Some(model) if !model.trim().is_empty() => runtime.client.with_model(model.trim()),
             _ => runtime.client.clone(),
         };
+        let (approvals, questions) = approval::approvals(&how, ctx.map(|ctx| &ctx.peer));
+        let interrupt = Interrupt::default();
+        let last_step = Arc::new(Mutex::new("starting".to_owned()));
+
+        // The store decides whether the run may start (PostgreSQL: one
+        // working task per workspace across replicas) before anything runs.
+        let task_id = match &resume {
+            Some(id) => {
+                if let Store::Postgres(replicas) = &self.0.store {
+                    replicas.adopt(id, interrupt.clone(), last_step.clone());
+                }
+                None
+            }
+            None => {
+                let args_json = serde_json::to_string(&args).unwrap_or_default();
+                let workspace_text = workspace.display().to_string();
+                self.0
+                    .store
+                    .register(Registration {
+                        owner: &owner,
+                        hidden,
+                        session_id: &session,
+                        workspace: &workspace_text,
+                        args: &args_json,
+                        answers: how.word(),
+                        interrupt: interrupt.clone(),
+                        last_step: last_step.clone(),
+                    })
+                    .await
+                    .map_err(fail)?
+            }
+        };
+        // The row whose end the run records: a task's, a task taken
+        // over, or (PostgreSQL only, whose lease keeps the workspace) a
+        // blocking call's; the file store keeps none for blocking calls.
+        let finish_id = resume
+            .clone()
+            .or_else(|| task_id.as_ref().map(|t| t.task_id.clone()));
+
         let tools = TaskTools::new(runtime.hub.clone(), policy).await;
         let mut system_prompt = prompt::system_prompt(&workspace, &runtime.guidance);
         {
@@ -216,11 +350,21 @@ impl AgentServer {
                 &hub.connecting(),
             );
         }
-        let (approvals, questions) = approval::approvals(how, &ctx.peer);
-        let interrupt = Interrupt::default();
-        // The file's messages come back in each checkpoint's history.
-        let writer = Appender::new(&store.path(&session), &earlier);
+        // The stored messages come back in each checkpoint's history.
+        let writer = match &self.0.store {
+            Store::Files(_) => SessionSink::File(Appender::new(&store.path(&session), &earlier)),
+            Store::Postgres(replicas) => {
+                let fence = finish_id
+                    .clone()
+                    .map(|id| (id, replicas.replica().to_owned()));
+                SessionSink::Store(
+                    PgSession::new(replicas.pg().clone(), &earlier, fence),
+                    interrupt.clone(),
+                )
+            }
+        };
         let usage_before = earlier.usage;
+        let continuing = resume.is_some() && !earlier.messages.is_empty();
         let run = RunParts {
             agent: config,
             approvals,
@@ -238,9 +382,16 @@ impl AgentServer {
         );
 
         let target = ProgressTarget::default();
-        let last_step = Arc::new(Mutex::new("starting".to_owned()));
-        let ui = ServeUi::new(target.clone(), last_step.clone(), Some(writer));
-        let join = spawn_run(agent, ui, args.task, session.clone(), usage_before, claim);
+        let ui = ServeUi::new(target.clone(), last_step, Some(writer));
+        let join = spawn_run(
+            agent,
+            ui,
+            (!continuing).then_some(args.task),
+            session.clone(),
+            usage_before,
+            claim,
+            finish_id.map(|id| (self.0.clone(), id)),
+        );
         Ok(Started {
             run: Run {
                 join,
@@ -248,44 +399,32 @@ impl AgentServer {
                 target,
                 questions,
             },
-            session,
-            last_step,
+            task: task_id,
         })
     }
 
-    /// Answers with a task handle; the result is recorded when the run ends.
+    /// Answers with a task handle; the run records its result when it ends.
     fn as_task(&self, started: Started) -> CreateTaskResult {
-        let Started {
-            mut run,
-            session,
-            last_step,
-        } = started;
-        let task = self
-            .0
-            .tasks
-            .create(&session, run.interrupt.clone(), last_step);
-        let id = task.task_id.clone();
-        // A question becomes the task's input_required status, answered
-        // by tasks/update.
+        let Started { mut run, task } = started;
+        let task = task.unwrap_or_else(|| unreachable!("a task run is registered with a handle"));
+        self.forward_questions(&task.task_id, &mut run);
+        CreateTaskResult::new(task)
+    }
+
+    /// A question of task `id`'s run becomes its input_required status,
+    /// answered by tasks/update.
+    fn forward_questions(&self, id: &str, run: &mut Run) {
         if let Some(mut questions) = run.questions.take() {
-            let (inner, id) = (self.0.clone(), id.clone());
+            let (inner, id) = (self.0.clone(), id.to_owned());
             tokio::spawn(async move {
                 while let Some(question) = questions.recv().await {
                     inner
-                        .tasks
-                        .ask(&id, approval_request(&question.text), question.answer);
+                        .store
+                        .ask(&id, approval_request(&question.text), question.answer)
+                        .await;
                 }
             });
         }
-        let inner = self.0.clone();
-        tokio::spawn(async move {
-            let output = match run.join.await {
-                Ok(output) => output,
-                Err(e) => RunTaskOutput::error(format!("the run failed: {e}"), &session),
-            };
-            inner.tasks.finish(&id, &tool_result(&output));
-        });
-        CreateTaskResult::new(task)
     }
 
     /// Watches `run` for the request in `ctx`: forwards its progress,
@@ -501,11 +640,14 @@ impl ServerHandler for AgentServer {
     async fn get_task(
         &self,
         request: GetTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
+        let owner = owner_of_request(&context);
         self.0
-            .tasks
-            .get(&request.task_id)
+            .store
+            .get(&request.task_id, &owner)
+            .await
+            .map_err(|e| McpError::internal_error(e, None))?
             .map(GetTaskResult::new)
             .ok_or_else(|| McpError::invalid_params(format!("no task {}", request.task_id), None))
     }
@@ -513,22 +655,31 @@ impl ServerHandler for AgentServer {
     async fn update_task(
         &self,
         request: UpdateTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        let owner = owner_of_request(&context);
         self.0
-            .tasks
-            .answer(&request.task_id, APPROVAL_KEY, &request.input_responses)
+            .store
+            .answer(
+                &request.task_id,
+                &owner,
+                APPROVAL_KEY,
+                &request.input_responses,
+            )
+            .await
             .map_err(|e| McpError::invalid_params(e, None))
     }
 
     async fn cancel_task(
         &self,
         request: CancelTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        let owner = owner_of_request(&context);
         self.0
-            .tasks
-            .cancel(&request.task_id)
+            .store
+            .cancel(&request.task_id, &owner)
+            .await
             .map_err(|e| McpError::invalid_params(e, None))
     }
 }
@@ -555,6 +706,44 @@ async fn open_session(
     }
 }
 
+/// Who sent the request of `ctx`: [`owner_of`] its `Authorization`
+/// header (HTTP), or nobody in particular (stdio: the one host).
+fn owner_of_request(ctx: &RequestContext<RoleServer>) -> String {
+    let header = ctx
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.headers.get(http::header::AUTHORIZATION))
+        .map(|value| value.as_bytes());
+    owner_of(header)
+}
+
+/// The session a task continues, from the PostgreSQL store, or a new
+/// one. A task taken over whose run stored nothing yet starts its session
+/// afresh under the same id.
+async fn open_stored_session(
+    pg: &super::store::pg::Pg,
+    workspace: &std::path::Path,
+    id: Option<&str>,
+    taken_over: bool,
+) -> Result<(String, SessionFile), String> {
+    let Some(id) = id else {
+        let id = sessions::new_id();
+        let fresh = SessionFile::new(&id, workspace);
+        return Ok((id, fresh));
+    };
+    if !sessions::valid_id(id) {
+        return Err(format!("session id {id:?} is not one this server made"));
+    }
+    match pg.load_session(id).await.map_err(|e| e.to_string())? {
+        Some(file) if file.workspace == workspace => Ok((id.to_owned(), file)),
+        None if taken_over => Ok((id.to_owned(), SessionFile::new(id, workspace))),
+        _ => Err(format!(
+            "no session {id} in workspace {}; omit session_id to start one",
+            workspace.display()
+        )),
+    }
+}
+
 /// The server's rules with a task's `mode`, which may only narrow them.
 fn narrowed_rules(rules: &Rules, mode: Option<Mode>) -> Result<Rules, String> {
     let mut rules = rules.clone();
@@ -573,19 +762,26 @@ fn narrowed_rules(rules: &Rules, mode: Option<Mode>) -> Result<Rules, String> {
     Ok(rules)
 }
 
-/// Runs `task` on its own tokio task and turns the end into `run_task`'s
-/// output; the session's usage (earlier tasks' `usage_before` and this
-/// one's) is written with the final history, then `claim` is let go.
+/// Runs `task` (`None`: continues the history, a task taken over) on its
+/// own tokio task and turns the end into `run_task`'s output; the
+/// session's usage (earlier tasks' `usage_before` and this one's) is
+/// written with the final history, then `claim` is let go, and the store
+/// records the end of task `finish` (a run that panicked included).
 fn spawn_run(
     mut agent: Agent<TaskTools>,
     mut ui: ServeUi,
-    task: String,
+    task: Option<String>,
     id: String,
     usage_before: SessionUsage,
     claim: SessionClaim,
+    finish: Option<(Arc<Inner>, String)>,
 ) -> JoinHandle<RunTaskOutput> {
-    tokio::spawn(async move {
-        let result = agent.run(&task, &mut ui).await;
+    let session = id.clone();
+    let run = tokio::spawn(async move {
+        let result = match &task {
+            Some(task) => agent.run(task, &mut ui).await,
+            None => agent.continue_run(&mut ui).await,
+        };
         let usage = RunUsage::from(agent.usage());
         let mut session_usage = UsageLedger::from(usage_before);
         session_usage.absorb(agent.usage());
@@ -609,5 +805,15 @@ fn spawn_run(
                 ..RunTaskOutput::error(format!("the model request failed: {e}"), &id)
             },
         }
+    });
+    tokio::spawn(async move {
+        let output = match run.await {
+            Ok(output) => output,
+            Err(e) => RunTaskOutput::error(format!("the run failed: {e}"), &session),
+        };
+        if let Some((inner, task_id)) = finish {
+            inner.store.finish(&task_id, &tool_result(&output)).await;
+        }
+        output
     })
 }

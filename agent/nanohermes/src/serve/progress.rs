@@ -12,8 +12,45 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use nanohermes_core::events::RunEvents;
+use nanohermes_core::interrupt::Interrupt;
 use nanohermes_llm::ToolCall;
 use nanohermes_session::Appender;
+
+use super::store::sessions::PgSession;
+
+/// Where a run's session is kept: a file, or the shared store.
+pub enum SessionSink {
+    /// `WORKSPACE/.nanohermes/sessions/ID.json`.
+    File(Appender),
+    /// PostgreSQL; a write that fails (the lease is lost, the store stayed
+    /// down) interrupts the run at its next step boundary, since steps
+    /// that cannot be kept must not be taken.
+    Store(PgSession, Interrupt),
+}
+
+impl SessionSink {
+    fn count(&mut self, usage: Option<nanohermes_llm::Usage>) {
+        match self {
+            SessionSink::File(file) => file.count(usage),
+            SessionSink::Store(store, _) => store.count(usage),
+        }
+    }
+
+    fn checkpoint(&mut self, history: &nanohermes_core::transcript::Transcript) {
+        match self {
+            SessionSink::File(file) => {
+                let written = file.checkpoint(history, None);
+                report(file, written);
+            }
+            SessionSink::Store(store, interrupt) => {
+                if let Err(e) = store.checkpoint(history) {
+                    tracing::warn!("cannot store session {}: {e}", store.id());
+                    interrupt.request();
+                }
+            }
+        }
+    }
+}
 
 /// Longest argument summary in a step line.
 const SUMMARY: usize = 60;
@@ -41,7 +78,7 @@ impl ProgressTarget {
 pub struct ServeUi {
     notes: mpsc::UnboundedSender<(f64, String)>,
     last_step: Arc<Mutex<String>>,
-    session: Option<Appender>,
+    session: Option<SessionSink>,
 }
 
 impl ServeUi {
@@ -50,7 +87,7 @@ impl ServeUi {
     pub fn new(
         target: ProgressTarget,
         last_step: Arc<Mutex<String>>,
-        session: Option<Appender>,
+        session: Option<SessionSink>,
     ) -> ServeUi {
         let (notes, mut rx) = mpsc::unbounded_channel::<(f64, String)>();
         tokio::spawn(async move {
@@ -80,12 +117,21 @@ impl ServeUi {
         history: &nanohermes_core::transcript::Transcript,
         usage: nanohermes_core::usage::UsageLedger,
     ) {
-        if let Some(session) = &mut self.session {
-            session.set_usage(usage);
-            let written = session
-                .checkpoint(history, None)
-                .and_then(|()| session.sync().wait());
-            report(session, written);
+        match &mut self.session {
+            Some(SessionSink::File(session)) => {
+                session.set_usage(usage);
+                let written = session
+                    .checkpoint(history, None)
+                    .and_then(|()| session.sync().wait());
+                report(session, written);
+            }
+            Some(SessionSink::Store(session, _)) => {
+                session.set_usage(usage);
+                if let Err(e) = session.checkpoint(history) {
+                    tracing::warn!("cannot store session {}: {e}", session.id());
+                }
+            }
+            None => {}
         }
     }
 }
@@ -113,8 +159,7 @@ impl RunEvents for ServeUi {
 
     fn checkpoint(&mut self, messages: &nanohermes_core::transcript::Transcript) {
         if let Some(session) = &mut self.session {
-            let written = session.checkpoint(messages, None);
-            report(session, written);
+            session.checkpoint(messages);
         }
     }
 }

@@ -8,6 +8,10 @@
 //! its server died cannot go on (its run died with it); the next server
 //! reports it completed with status `interrupted` and the session to
 //! continue, which was written at its last step boundary.
+//!
+//! This is the file implementation of [`super::store::Store`]; with the
+//! PostgreSQL one, such a task is continued by another replica instead.
+//! A task is visible only to the bearer that created it (`owner`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -43,6 +47,10 @@ pub struct TaskRecord {
     pub last_updated_at: String,
     /// The session the run writes.
     pub session_id: String,
+    /// Who may see it: [`super::store::owner_of`] the bearer that created
+    /// it (empty in files written before owners were recorded).
+    #[serde(default)]
+    pub owner: String,
     /// The `CallToolResult` of a completed task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<JsonObject>,
@@ -132,6 +140,7 @@ impl TaskStore {
     pub fn create(
         &self,
         session_id: &str,
+        owner: &str,
         interrupt: Interrupt,
         last_step: Arc<Mutex<String>>,
     ) -> Task {
@@ -142,6 +151,7 @@ impl TaskStore {
             created_at: now.clone(),
             last_updated_at: now,
             session_id: session_id.to_owned(),
+            owner: owner.to_owned(),
             result: None,
         };
         self.write(&record);
@@ -179,9 +189,13 @@ impl TaskStore {
         self.write(&record);
     }
 
-    /// The state of task `id`, or `None` when there is no such task.
-    pub fn get(&self, id: &str) -> Option<DetailedTask> {
+    /// The state of task `id`, or `None` when there is no such task for
+    /// `owner`.
+    pub fn get(&self, id: &str, owner: &str) -> Option<DetailedTask> {
         let record = self.records().get(id).cloned()?;
+        if record.owner != owner {
+            return None;
+        }
         let message = self.live().get(id).map(|live| {
             if live.cancelled {
                 "cancelling: stops at the next step boundary".to_owned()
@@ -225,7 +239,16 @@ impl TaskStore {
 
     /// `tasks/update`: the host's `responses` to the question task `id`
     /// waits on; the answer is read from the response named `key`.
-    pub fn answer(&self, id: &str, key: &str, responses: &InputResponses) -> Result<(), String> {
+    pub fn answer(
+        &self,
+        id: &str,
+        owner: &str,
+        key: &str,
+        responses: &InputResponses,
+    ) -> Result<(), String> {
+        if !self.owned_by(id, owner) {
+            return Err(format!("no task {id}"));
+        }
         let mut live = self.live();
         let Some(task) = live.get_mut(id) else {
             return Err(format!("task {id} is not running"));
@@ -251,7 +274,10 @@ impl TaskStore {
 
     /// Asks task `id` to stop at its next step boundary. `Err` when there
     /// is no such task or it has already ended.
-    pub fn cancel(&self, id: &str) -> Result<(), String> {
+    pub fn cancel(&self, id: &str, owner: &str) -> Result<(), String> {
+        if !self.owned_by(id, owner) {
+            return Err(format!("no task {id}"));
+        }
         let mut live = self.live();
         match live.get_mut(id) {
             Some(task) => {
@@ -262,6 +288,11 @@ impl TaskStore {
             None if self.records().contains_key(id) => Err(format!("task {id} has already ended")),
             None => Err(format!("no task {id}")),
         }
+    }
+
+    /// Whether task `id` exists and `owner` created it.
+    fn owned_by(&self, id: &str, owner: &str) -> bool {
+        self.records().get(id).is_some_and(|r| r.owner == owner)
     }
 
     fn write(&self, record: &TaskRecord) {
@@ -288,12 +319,18 @@ impl TaskStore {
     }
 }
 
-fn task_of(record: &TaskRecord, message: Option<String>) -> Task {
+pub(super) fn task_of_parts(
+    task_id: &str,
+    status: TaskStatus,
+    created_at: &str,
+    last_updated_at: &str,
+    message: Option<String>,
+) -> Task {
     let mut task = Task::new(
-        record.task_id.clone(),
-        record.status,
-        record.created_at.clone(),
-        record.last_updated_at.clone(),
+        task_id.to_owned(),
+        status,
+        created_at.to_owned(),
+        last_updated_at.to_owned(),
     )
     .with_ttl_ms(TTL.as_millis() as u64)
     .with_poll_interval_ms(POLL_INTERVAL.as_millis() as u64);
@@ -303,7 +340,17 @@ fn task_of(record: &TaskRecord, message: Option<String>) -> Task {
     task
 }
 
-fn result_object(result: &CallToolResult) -> JsonObject {
+fn task_of(record: &TaskRecord, message: Option<String>) -> Task {
+    task_of_parts(
+        &record.task_id,
+        record.status,
+        &record.created_at,
+        &record.last_updated_at,
+        message,
+    )
+}
+
+pub(super) fn result_object(result: &CallToolResult) -> JsonObject {
     match serde_json::to_value(result) {
         Ok(serde_json::Value::Object(object)) => object,
         _ => JsonObject::new(),
@@ -316,7 +363,7 @@ pub fn now_iso() -> String {
 }
 
 /// `time` in UTC as ISO 8601 with seconds.
-fn iso8601(time: SystemTime) -> String {
+pub(super) fn iso8601(time: SystemTime) -> String {
     let secs = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let (days, rest) = (secs / 86_400, secs % 86_400);
     // Howard Hinnant's civil-from-days.

@@ -409,7 +409,7 @@ fn an_unknown_key_names_file_line_key_and_the_allowed_keys() {
     w.user("model = \"m\"\n\n\n\n\n\nmodle = \"x\"\n");
     assert_eq!(
         w.load().unwrap_err().to_string(),
-        "~/.nanohermes/config.toml:7: unknown key \"modle\"; allowed keys: model, base_url, api_key_env, model_provider, model_providers, fallback_model, temperature, max_tokens, stream, thinking, max_iterations, max_retries, retry_base_ms, stream_idle_timeout_ms, mode, auto_approve, allow, deny, hooks, project_doc_fallback_filenames, max_agent_depth, compact_threshold_chars, compact_keep_messages, memory, tool_search, tool_budget_bytes, tool_budget_count, always_load_tools, sandbox, sandbox_network, sandbox_allowed_domains, sandbox_writable, sandbox_unavailable, web_allowed_domains, mcp_servers, projects"
+        "~/.nanohermes/config.toml:7: unknown key \"modle\"; allowed keys: model, base_url, api_key_env, model_provider, model_providers, fallback_model, temperature, max_tokens, stream, thinking, max_iterations, max_retries, retry_base_ms, stream_idle_timeout_ms, mode, auto_approve, allow, deny, hooks, project_doc_fallback_filenames, max_agent_depth, compact_threshold_chars, compact_keep_messages, memory, tool_search, tool_budget_bytes, tool_budget_count, always_load_tools, sandbox, sandbox_network, sandbox_allowed_domains, sandbox_writable, sandbox_unavailable, web_allowed_domains, mcp_servers, projects, serve"
     );
     // Codex's silently ignored `[mcp.servers]` typo (codex#3441) is loud here.
     w.user("[mcp.servers.gh]\ncommand = \"x\"\n");

@@ -73,6 +73,10 @@ mod refresh;
 /// The interactive mode on a pseudo-terminal: one history across tasks, /undo, /usage, /exit,
 /// Ctrl-C during a slow tool and twice at the prompt.
 mod repl;
+/// `serve --store postgres://…` replicas with real parts (ignored unless `scripts/replicas-env`
+/// started PostgreSQL): any replica answers, takeover after SIGKILL, a restarted database,
+/// 20 tasks behind nginx, one task per workspace; and `Agent::continue_run`.
+mod replicas;
 /// The first request's byte budget with every built-in declared.
 mod request_budget;
 /// The sandbox's namespace probe through the binary: the start-up warning, the probe's
