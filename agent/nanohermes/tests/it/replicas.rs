@@ -27,6 +27,8 @@ use crate::support::history::{assert_history_valid, assert_requests_valid};
 use crate::support::mock_model::{MockModel, Step, call, text, tool_calls};
 use crate::support::{Capture, agent, hub, settings};
 
+mod tls;
+
 const NEEDS: &str = "needs PostgreSQL and nginx: scripts/replicas-env";
 /// A deadlock guard, not a speed claim.
 const HANG_GUARD: Duration = Duration::from_secs(90);
@@ -42,6 +44,9 @@ type Client = RunningService<RoleClient, Host>;
 struct Replica {
     child: tokio::process::Child,
     url: String,
+    /// The line naming the store, its schema version and TLS, and the
+    /// replica id.
+    start_line: String,
     _home: tempfile::TempDir,
 }
 
@@ -61,7 +66,11 @@ enum Turn {
 /// replicas over them.
 struct Cluster {
     _turn: Turn,
+    /// The database's URL, as the test's own connections use it.
     db: String,
+    /// The URL replicas started from now on are given (`db` unless a
+    /// test changes it).
+    store: String,
     root: tempfile::TempDir,
     mock: MockModel,
     replicas: Vec<Replica>,
@@ -111,6 +120,7 @@ impl Cluster {
         }
         let mut cluster = Cluster {
             _turn: turn,
+            store: db.clone(),
             db,
             root,
             mock: MockModel::start_strict(script).await,
@@ -133,10 +143,10 @@ impl Cluster {
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"));
         command.args(["serve", "--http", "127.0.0.1:0"]);
         if configured {
-            let config = format!("[serve]\nstore = {:?}\n", self.db);
+            let config = format!("[serve]\nstore = {:?}\n", self.store);
             std::fs::write(home.path().join("config.toml"), config).unwrap();
         } else {
-            command.args(["--store", &self.db]);
+            command.args(["--store", &self.store]);
         }
         command
             .arg("--root")
@@ -172,6 +182,7 @@ impl Cluster {
         Replica {
             child,
             url: url.unwrap(),
+            start_line: seen.swap_remove(0),
             _home: home,
         }
     }

@@ -16,6 +16,7 @@ pub mod pg;
 pub mod replicas;
 pub mod rows;
 pub mod sessions;
+pub mod tls;
 
 use std::sync::{Arc, Mutex};
 
@@ -140,8 +141,9 @@ pub async fn open_postgres(url: &str) -> Result<Arc<Replicas>, String> {
     let _ = std::io::Write::write_all(
         &mut std::io::stderr(),
         format!(
-            "nanohermes serve: store {} (schema version {version}), replica {replica}\n",
-            pg.shown()
+            "nanohermes serve: store {} (schema version {version}, {}), replica {replica}\n",
+            pg.shown(),
+            pg.tls()
         )
         .as_bytes(),
     );

@@ -10,14 +10,16 @@
 //! Times that decide ownership (`lease_until`) are the database's `now()`,
 //! so the replicas' clocks never have to agree.
 //!
-//! The connection is not encrypted (`NoTls`): use it on loopback or a
-//! private network only.
+//! TLS follows the URL's `sslmode` and `sslrootcert` ([`super::tls`]):
+//! verified whenever used, required by default off loopback.
 
 use std::future::Future;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio_postgres::{Client, Config, NoTls};
+
+use super::tls::{self, Tls};
 
 /// How long an operation waits for an unreachable database before failing.
 pub const OUTAGE: Duration = Duration::from_secs(60);
@@ -78,6 +80,7 @@ const MIGRATIONS: &[&str] = &[
 /// The database every replica shares.
 pub struct Pg {
     config: Config,
+    tls: Tls,
     idle: Mutex<Vec<Client>>,
     /// One permit per connection in use.
     permits: tokio::sync::Semaphore,
@@ -106,11 +109,12 @@ impl std::fmt::Display for PgError {
 impl From<tokio_postgres::Error> for PgError {
     fn from(e: tokio_postgres::Error) -> PgError {
         // Class 08 (connection exception) and 57 (operator intervention:
-        // the server is shutting down or restarting) pass; anything else
-        // is the statement's own failure.
+        // the server is shutting down or restarting) pass, as does a lost
+        // connection; anything else is the statement's own failure, and a
+        // server the TLS check refuses is a setting to fix, not an outage.
         let transient = match e.code() {
             Some(code) => code.code().starts_with("08") || code.code().starts_with("57"),
-            None => true,
+            None => !tls::is_refusal(&e),
         };
         let text = match e.as_db_error() {
             Some(db) => db.message().to_owned(),
@@ -125,10 +129,12 @@ impl From<tokio_postgres::Error> for PgError {
 }
 
 impl Pg {
-    /// Parses `url` (`postgres://user@host:port/db`); the password comes
-    /// from [`PASSWORD_VARS`]. A password in the URL is refused.
+    /// Parses `url` (`postgres://user@host:port/db`, with libpq's
+    /// `sslmode` and `sslrootcert` if wanted); the password comes from
+    /// [`PASSWORD_VARS`]. A password in the URL is refused.
     pub fn new(url: &str) -> Result<Pg, String> {
-        let mut config: Config = url
+        let (base, tls_settings) = tls::split_url(url)?;
+        let mut config: Config = base
             .parse()
             // The URL is not echoed: a mistyped one may hold a password.
             .map_err(|e| {
@@ -148,8 +154,10 @@ impl Pg {
         }
         config.application_name("nanohermes serve");
         config.connect_timeout(Duration::from_secs(5));
+        let tls = Tls::new(&tls_settings, &mut config)?;
         Ok(Pg {
             config,
+            tls,
             idle: Mutex::default(),
             permits: tokio::sync::Semaphore::new(MAX_CONNECTIONS),
             shown: url.to_owned(),
@@ -161,6 +169,11 @@ impl Pg {
         &self.shown
     }
 
+    /// Whether the connections are encrypted, as the start line says it.
+    pub fn tls(&self) -> &'static str {
+        self.tls.describe(&self.config)
+    }
+
     async fn take(&self) -> Result<Client, PgError> {
         loop {
             let client = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
@@ -170,12 +183,20 @@ impl Pg {
                 None => break,
             }
         }
-        let (client, connection) = self.config.connect(NoTls).await?;
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::info!("store connection closed: {e}");
+        // The two connectors give connections of two types: each is driven
+        // by a task of its own.
+        let client = match &self.tls {
+            Tls::Off => {
+                let (client, connection) = self.config.connect(NoTls).await?;
+                tokio::spawn(drive(connection));
+                client
             }
-        });
+            Tls::On(tls) => {
+                let (client, connection) = self.config.connect(tls.clone()).await?;
+                tokio::spawn(drive(connection));
+                client
+            }
+        };
         Ok(client)
     }
 
@@ -236,6 +257,17 @@ impl Pg {
             (client, result)
         })
         .await
+    }
+}
+
+/// Runs a connection until it closes.
+async fn drive<S, T>(connection: tokio_postgres::Connection<S, T>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    if let Err(e) = connection.await {
+        tracing::info!("store connection closed: {e}");
     }
 }
 
