@@ -124,7 +124,8 @@ pub struct RawConfig {
 pub struct RawServe {
     /// Where tasks and sessions are kept: "files" [default] or
     /// "postgres://USER@HOST:PORT/DB", shared by every replica (the
-    /// password from NANOHERMES_STORE_PASSWORD or PGPASSWORD, never here).
+    /// password from NANOHERMES_STORE_PASSWORD or PGPASSWORD, never here;
+    /// TLS by `sslmode` and `sslrootcert`).
     /// `--store` overrides it.
     pub store: Option<String>,
 }
