@@ -729,6 +729,97 @@ async fn twenty_concurrent_tasks_across_three_replicas_behind_nginx_keep_valid_h
     assert_eq!(runners[0].get::<_, i64>(0), TASKS as i64);
 }
 
+/// The held-out check in one run: tasks spread by nginx over three
+/// replicas, one replica killed and the database restarted while every
+/// task is mid-step; every task ends once, completed, with a valid
+/// history, and no row is left working.
+#[tokio::test]
+#[ignore = "needs PostgreSQL and nginx: scripts/replicas-env"]
+async fn a_killed_replica_and_a_restarted_database_in_one_run_lose_no_task() {
+    const TASKS: usize = 6;
+    let mut script: Vec<Step> = (0..TASKS)
+        .map(|i| {
+            tool_calls(&[call(
+                &format!("c{i}"),
+                "run_command",
+                json!({"command": "echo started > mark; sleep 2"}),
+            )])
+            .into()
+        })
+        .collect();
+    // Enough answers for every task's last step, and for the steps the
+    // takeover runs again.
+    script.extend((0..2 * TASKS).map(|_| Step::from(text(&["done"]))));
+    let mut cluster = Cluster::start_alone(3, TASKS, "goal", script).await;
+    let url = cluster.nginx().await;
+    let client = connect(&url, None).await;
+    let mut ids = Vec::new();
+    for i in 0..TASKS {
+        let arguments = json!({"task": format!("task {i}"), "workspace": format!("w{i}")});
+        ids.push(start_task(&client, arguments).await);
+    }
+    let marks: Vec<_> = (0..TASKS)
+        .map(|i| cluster.workspace(i).join("mark"))
+        .collect();
+    until("every task's first step", || {
+        marks.iter().all(|m| m.exists())
+    })
+    .await;
+    // The replica running the most tasks dies.
+    let busiest = cluster
+        .sql()
+        .await
+        .query_one(
+            "SELECT lease_owner, count(*) FROM nh_tasks WHERE status = 'working'
+             GROUP BY lease_owner ORDER BY 2 DESC LIMIT 1",
+            &[],
+        )
+        .await
+        .unwrap();
+    let (owner, orphans): (String, i64) = (busiest.get(0), busiest.get(1));
+    let victim = cluster
+        .replicas
+        .iter_mut()
+        .find(|r| r.start_line.ends_with(&format!("replica {owner}")))
+        .unwrap_or_else(|| panic!("no replica {owner}"));
+    victim.child.start_kill().unwrap();
+    victim.child.wait().await.unwrap();
+    let restart = env("NANOHERMES_TEST_PG_RESTART");
+    let status = std::process::Command::new("sh")
+        .args(["-c", &restart])
+        .status()
+        .unwrap();
+    assert!(status.success());
+
+    for id in &ids {
+        let out = output(&poll_until(&client, id, ended).await);
+        assert_eq!(out["final_text"], "done", "{out:?}");
+        let history = cluster.session(out["session_id"].as_str().unwrap()).await;
+        assert_session_valid(&history);
+        assert_eq!(history.last().unwrap()["content"], "done");
+    }
+    assert_requests_valid(&cluster.mock.requests());
+    let rows = cluster
+        .sql()
+        .await
+        .query("SELECT status, count(*) FROM nh_tasks GROUP BY status", &[])
+        .await
+        .unwrap();
+    let counts: Vec<(String, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(counts, [("completed".to_owned(), TASKS as i64)]);
+    let taken_over = cluster
+        .sql()
+        .await
+        .query_one("SELECT count(*) FROM nh_tasks WHERE takeovers > 0", &[])
+        .await
+        .unwrap();
+    assert_eq!(
+        taken_over.get::<_, i64>(0),
+        orphans,
+        "the dead replica's tasks"
+    );
+}
+
 #[tokio::test]
 #[ignore = "needs PostgreSQL and nginx: scripts/replicas-env"]
 async fn a_second_task_on_a_busy_workspace_is_refused_on_every_replica() {
