@@ -276,6 +276,17 @@ impl Cluster {
     }
 }
 
+/// Stops, starts or restarts (fast) the PostgreSQL of
+/// `scripts/replicas-env`.
+fn postgres(what: &str) {
+    let command = env("NANOHERMES_TEST_PG_RESTART").replace(" restart", &format!(" {what}"));
+    let status = std::process::Command::new("sh")
+        .args(["-c", &command])
+        .status()
+        .unwrap();
+    assert!(status.success(), "PostgreSQL {what}: {status:?}");
+}
+
 /// A 2026-07-28 host over HTTP at `url`, presenting `bearer` if given.
 async fn connect(url: &str, bearer: Option<&str>) -> Client {
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
@@ -590,12 +601,7 @@ async fn postgres_restarted_mid_task_loses_nothing() {
     let id = start_task(&a, json!({"task": "work", "workspace": "w0"})).await;
     let marker = cluster.workspace(0).join("one.txt");
     until("the first step's command", || marker.exists()).await;
-    let restart = env("NANOHERMES_TEST_PG_RESTART");
-    let status = std::process::Command::new("sh")
-        .args(["-c", &restart])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    postgres("restart");
     let task = poll_until(&b, &id, ended).await;
     let out = output(&task);
     assert_eq!(out["final_text"], "done", "{out:?}");
@@ -640,23 +646,12 @@ async fn while_postgres_is_down_ready_says_so_and_the_run_waits_then_finishes() 
     let id = start_task(&a, json!({"task": "work", "workspace": "w0"})).await;
     let marker = cluster.workspace(0).join("one.txt");
     until("the first step's command", || marker.exists()).await;
-    let script = env("NANOHERMES_TEST_PG_RESTART");
-    let pg = |what: &str| {
-        let command = script.replace(" restart", &format!(" {what}"));
-        assert!(
-            std::process::Command::new("sh")
-                .args(["-c", &command])
-                .status()
-                .unwrap()
-                .success()
-        );
-    };
-    pg("stop");
+    postgres("stop");
     // The step ends while the store is down: its write waits for it.
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(probe("ready").await, 503);
     assert_eq!(probe("health").await, 200);
-    pg("start");
+    postgres("start");
     assert_eq!(probe("ready").await, 200);
     let task = poll_until(&a, &id, ended).await;
     let out = output(&task);
@@ -784,12 +779,7 @@ async fn a_killed_replica_and_a_restarted_database_in_one_run_lose_no_task() {
         .unwrap_or_else(|| panic!("no replica {owner}"));
     victim.child.start_kill().unwrap();
     victim.child.wait().await.unwrap();
-    let restart = env("NANOHERMES_TEST_PG_RESTART");
-    let status = std::process::Command::new("sh")
-        .args(["-c", &restart])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    postgres("restart");
 
     for id in &ids {
         let out = output(&poll_until(&client, id, ended).await);
