@@ -1063,7 +1063,15 @@ mod tests {
             ..sources::RawProvider::default()
         };
         let url = ("OPENAI_BASE_URL", "http://localhost:11434/v1");
-        let cases: Vec<(&[&str], Settings, Vec<(&str, &str)>, KeySource, &str)> = vec![
+        // Flags, settings, environment; the advice's key and base URL.
+        type Case<'a> = (
+            &'a [&'a str],
+            Settings,
+            Vec<(&'a str, &'a str)>,
+            KeySource,
+            &'a str,
+        );
+        let cases: Vec<Case> = vec![
             (
                 &[],
                 Settings::default(),
