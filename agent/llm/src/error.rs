@@ -1,11 +1,76 @@
 //! Why a model request failed, worded for the person at the terminal.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use super::retry::{is_retryable_status, stream_error_is_retryable};
+use super::wire::WireApi;
+
+/// Where this connection's key and base URL were configured, so that a
+/// failed request tells the user what they set, not what the OpenAI chat
+/// wire would have needed. The default is that connection's: the key in
+/// `OPENAI_API_KEY`, the base URL in `OPENAI_BASE_URL`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Advice {
+    /// Where the API key comes from.
+    pub key: KeySource,
+    /// Where the base URL is set, written as the user would change it: a
+    /// variable (`ANTHROPIC_BASE_URL`), a flag (`--base-url`) or a config
+    /// key (`base_url in [model_providers.corp]`).
+    pub base_url: String,
+}
+
+impl Default for Advice {
+    fn default() -> Self {
+        Advice {
+            key: KeySource::Var("OPENAI_API_KEY".to_owned()),
+            base_url: "OPENAI_BASE_URL".to_owned(),
+        }
+    }
+}
+
+/// Where the API key comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySource {
+    /// Read from this environment variable.
+    Var(String),
+    /// The provider (this is its id) sends no key: it has no `env_key`.
+    None {
+        /// The provider's id, as in `[model_providers.ID]`.
+        provider: String,
+    },
+}
+
+/// Where a request went: what an error line names and advises. Built once
+/// per client and shared by its errors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The base URL as configured.
+    pub base_url: String,
+    /// The URL requested, without its query: a 404 names the path that was
+    /// not found (`…/messages`, `…/responses`), and a query may hold a
+    /// credential (`?key=`) that has no place on the terminal.
+    pub url: String,
+    /// The wire the request was on.
+    pub wire: WireApi,
+    /// Where the key and the base URL were set.
+    pub advice: Advice,
+}
+
+impl Target {
+    /// The target of `wire`'s endpoint under `base_url`.
+    pub fn new(base_url: &str, wire: WireApi, advice: Advice) -> Target {
+        Target {
+            base_url: base_url.to_owned(),
+            url: format!("{}/{}", base_url.trim_end_matches('/'), wire.path()),
+            wire,
+            advice,
+        }
+    }
+}
 
 /// A failed model request. `Display` is one line that names the cause and
 /// what to do about it.
@@ -13,8 +78,8 @@ use super::retry::{is_retryable_status, stream_error_is_retryable};
 pub enum LlmError {
     /// The server could not be reached (refused, DNS, TLS, timeout).
     Connect {
-        /// The base URL that was tried.
-        base_url: String,
+        /// Where the request was going.
+        target: Arc<Target>,
         /// The innermost cause.
         reason: String,
     },
@@ -28,8 +93,8 @@ pub enum LlmError {
         code: Option<String>,
         /// The `Retry-After` hint, if any.
         retry_after: Option<Duration>,
-        /// The base URL.
-        base_url: String,
+        /// Where the request went.
+        target: Arc<Target>,
         /// The model that was asked for.
         model: String,
     },
@@ -121,12 +186,13 @@ impl LlmError {
         }
     }
 
-    /// Builds a [`LlmError::Status`] from a response status and body.
+    /// Builds a [`LlmError::Status`] from a response status and body of a
+    /// request to `target`.
     pub fn from_status(
         status: u16,
         body: &str,
         retry_after: Option<Duration>,
-        base_url: &str,
+        target: &Arc<Target>,
         model: &str,
     ) -> Self {
         let (message, code) = error_message(body);
@@ -135,7 +201,7 @@ impl LlmError {
             message,
             code,
             retry_after,
-            base_url: base_url.to_owned(),
+            target: Arc::clone(target),
             model: model.to_owned(),
         }
     }
@@ -189,53 +255,69 @@ impl LlmError {
 impl fmt::Display for LlmError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LlmError::Connect { base_url, reason } => {
+            LlmError::Connect { target, reason } => {
                 write!(
                     f,
-                    "cannot reach the model server at {base_url}: {reason} (check OPENAI_BASE_URL)"
+                    "cannot reach the model server at {}: {reason} (check {})",
+                    target.base_url, target.advice.base_url
                 )
             }
             LlmError::Status {
                 status: status @ (401 | 403),
                 message,
-                base_url,
+                target,
                 ..
-            } => write!(
-                f,
-                "the model server at {base_url} rejected the API key (HTTP {status}): {} (check OPENAI_API_KEY)",
-                or_none(message)
-            ),
+            } => match &target.advice.key {
+                KeySource::Var(var) => write!(
+                    f,
+                    "the model server at {} rejected the API key (HTTP {status}): {} (check {var})",
+                    target.base_url,
+                    or_none(message)
+                ),
+                // "Check OPENAI_API_KEY" would send the user after a
+                // variable this provider never reads.
+                KeySource::None { provider } => write!(
+                    f,
+                    "the model server at {} wants an API key (HTTP {status}): {} (provider \"{provider}\" sends none; set env_key in [model_providers.{provider}] to the variable that holds one)",
+                    target.base_url,
+                    or_none(message)
+                ),
+            },
             LlmError::Status {
                 status,
                 message,
-                base_url,
+                target,
                 model,
                 ..
             } if self.is_missing_model() => write!(
                 f,
-                "model `{model}` does not exist at {base_url} (HTTP {status}): {} (choose another with --model or NANOHERMES_MODEL)",
+                "model `{model}` does not exist at {} (HTTP {status}): {} (choose another with --model or NANOHERMES_MODEL)",
+                target.base_url,
                 or_none(message)
             ),
             LlmError::Status {
                 status: 404,
                 message,
-                base_url,
+                target,
                 ..
             } => write!(
                 f,
-                "the model server answered HTTP 404 (not found) for {}/chat/completions: {} (check OPENAI_BASE_URL: most servers need it to end in /v1, e.g. http://localhost:11434/v1)",
-                base_url.trim_end_matches('/'),
-                or_none(message)
+                "the model server answered HTTP 404 (not found) for {}: {} (check {}: {})",
+                target.url,
+                or_none(message),
+                target.advice.base_url,
+                v1_tip(target.wire)
             ),
             LlmError::Status {
                 status,
                 message,
-                base_url,
+                target,
                 ..
             } => {
                 write!(
                     f,
-                    "the model server at {base_url} answered HTTP {status}: {}",
+                    "the model server at {} answered HTTP {status}: {}",
+                    target.base_url,
                     or_none(message)
                 )
             }
@@ -283,6 +365,16 @@ impl fmt::Display for LlmError {
 }
 
 impl std::error::Error for LlmError {}
+
+/// What a base URL that 404s usually lacks, with an example of the servers
+/// this wire talks to: every one of them puts its API under `/v1`.
+fn v1_tip(wire: WireApi) -> &'static str {
+    match wire {
+        WireApi::Chat => "most servers need it to end in /v1, e.g. http://localhost:11434/v1",
+        WireApi::Responses => "most servers need it to end in /v1, e.g. https://api.openai.com/v1",
+        WireApi::Messages => "it usually ends in /v1, e.g. https://api.anthropic.com/v1",
+    }
+}
 
 fn or_none(message: &str) -> &str {
     if message.is_empty() {
@@ -336,15 +428,189 @@ mod tests {
 
     const URL: &str = "http://127.0.0.1:9/v1";
 
+    /// A chat request to `base_url` with the default (OpenAI) advice.
+    fn at(base_url: &str) -> Arc<Target> {
+        Arc::new(Target::new(base_url, WireApi::Chat, Advice::default()))
+    }
+
     #[test]
     fn unauthorized_names_the_key() {
         let body = r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}"#;
-        let error = LlmError::from_status(401, body, None, URL, "m");
+        let error = LlmError::from_status(401, body, None, &at(URL), "m");
         assert_eq!(
             error.to_string(),
             "the model server at http://127.0.0.1:9/v1 rejected the API key (HTTP 401): Incorrect API key provided (check OPENAI_API_KEY)"
         );
         assert!(!error.is_retryable());
+    }
+
+    /// Every wire with every kind of key source: the hint names what was
+    /// configured (the key's variable, the provider without one, where the
+    /// base URL is set) and the endpoint the wire requested.
+    #[test]
+    fn each_hint_names_what_this_connection_configured() {
+        let openai = Advice::default();
+        let anthropic = Advice {
+            key: KeySource::Var("ANTHROPIC_API_KEY".into()),
+            base_url: "ANTHROPIC_BASE_URL".into(),
+        };
+        let corp = Advice {
+            key: KeySource::Var("CORP_LLM".into()),
+            base_url: "base_url in [model_providers.corp]".into(),
+        };
+        let ollama = Advice {
+            key: KeySource::None {
+                provider: "ollama".into(),
+            },
+            base_url: "base_url in [model_providers.ollama]".into(),
+        };
+        let own_key = Advice {
+            key: KeySource::Var("MY_KEY".into()),
+            base_url: "--base-url".into(),
+        };
+        let base = "http://h:1/v1";
+        let denied = "the model server at http://h:1/v1 rejected the API key";
+        let wants = "the model server at http://h:1/v1 wants an API key";
+        let none_hint = "(provider \"ollama\" sends none; set env_key in [model_providers.ollama] to the variable that holds one)";
+        let not_found = "the model server answered HTTP 404 (not found) for http://h:1/v1";
+        let chat_tip = "most servers need it to end in /v1, e.g. http://localhost:11434/v1";
+        let responses_tip = "most servers need it to end in /v1, e.g. https://api.openai.com/v1";
+        let messages_tip = "it usually ends in /v1, e.g. https://api.anthropic.com/v1";
+        let cases: Vec<(WireApi, &Advice, u16, String)> = vec![
+            (
+                WireApi::Chat,
+                &openai,
+                401,
+                format!("{denied} (HTTP 401): no (check OPENAI_API_KEY)"),
+            ),
+            (
+                WireApi::Messages,
+                &anthropic,
+                401,
+                format!("{denied} (HTTP 401): no (check ANTHROPIC_API_KEY)"),
+            ),
+            (
+                WireApi::Messages,
+                &anthropic,
+                403,
+                format!("{denied} (HTTP 403): no (check ANTHROPIC_API_KEY)"),
+            ),
+            (
+                WireApi::Responses,
+                &corp,
+                401,
+                format!("{denied} (HTTP 401): no (check CORP_LLM)"),
+            ),
+            (
+                WireApi::Chat,
+                &own_key,
+                403,
+                format!("{denied} (HTTP 403): no (check MY_KEY)"),
+            ),
+            (
+                WireApi::Chat,
+                &ollama,
+                401,
+                format!("{wants} (HTTP 401): no {none_hint}"),
+            ),
+            (
+                WireApi::Responses,
+                &ollama,
+                403,
+                format!("{wants} (HTTP 403): no {none_hint}"),
+            ),
+            (
+                WireApi::Chat,
+                &openai,
+                404,
+                format!("{not_found}/chat/completions: no (check OPENAI_BASE_URL: {chat_tip})"),
+            ),
+            (
+                WireApi::Chat,
+                &own_key,
+                404,
+                format!("{not_found}/chat/completions: no (check --base-url: {chat_tip})"),
+            ),
+            (
+                WireApi::Chat,
+                &ollama,
+                404,
+                format!(
+                    "{not_found}/chat/completions: no (check base_url in [model_providers.ollama]: {chat_tip})"
+                ),
+            ),
+            (
+                WireApi::Responses,
+                &corp,
+                404,
+                format!(
+                    "{not_found}/responses: no (check base_url in [model_providers.corp]: {responses_tip})"
+                ),
+            ),
+            (
+                WireApi::Messages,
+                &anthropic,
+                404,
+                format!("{not_found}/messages: no (check ANTHROPIC_BASE_URL: {messages_tip})"),
+            ),
+            (
+                WireApi::Messages,
+                &corp,
+                404,
+                format!(
+                    "{not_found}/messages: no (check base_url in [model_providers.corp]: {messages_tip})"
+                ),
+            ),
+            (
+                WireApi::Messages,
+                &anthropic,
+                500,
+                "the model server at http://h:1/v1 answered HTTP 500: no".into(),
+            ),
+        ];
+        for (wire, advice, status, want) in cases {
+            let target = Arc::new(Target::new(base, wire, advice.clone()));
+            let error = LlmError::from_status(status, "no", None, &target, "m");
+            assert_eq!(error.to_string(), want, "{wire} {advice:?} {status}");
+            let connect = LlmError::Connect {
+                target,
+                reason: "refused".into(),
+            };
+            assert_eq!(
+                connect.to_string(),
+                format!(
+                    "cannot reach the model server at http://h:1/v1: refused (check {})",
+                    advice.base_url
+                ),
+            );
+        }
+    }
+
+    /// A missing model is the model's fault, whoever configured the key.
+    #[test]
+    fn a_missing_model_names_the_model_on_every_wire() {
+        let advice = Advice {
+            key: KeySource::Var("ANTHROPIC_API_KEY".into()),
+            base_url: "ANTHROPIC_BASE_URL".into(),
+        };
+        for wire in WireApi::ALL {
+            let target = Arc::new(Target::new(URL, wire, advice.clone()));
+            let body = r#"{"type":"error","error":{"type":"not_found_error","message":"model: claude-nope"}}"#;
+            let text = LlmError::from_status(404, body, None, &target, "claude-nope").to_string();
+            assert_eq!(
+                text,
+                "model `claude-nope` does not exist at http://127.0.0.1:9/v1 (HTTP 404): model: claude-nope (choose another with --model or NANOHERMES_MODEL)",
+                "{wire}"
+            );
+        }
+    }
+
+    /// A base URL written with a trailing `/` still names the endpoint
+    /// the client requests, not `…/v1//responses`.
+    #[test]
+    fn the_requested_url_has_one_slash_before_the_wire_path() {
+        let target = Target::new("http://h:1/v1/", WireApi::Responses, Advice::default());
+        assert_eq!(target.url, "http://h:1/v1/responses");
     }
 
     #[test]
@@ -362,7 +628,7 @@ mod tests {
             (400, r#"{"error":{"message":"model nope does not exist"}}"#),
         ];
         for (status, body) in bodies {
-            let text = LlmError::from_status(status, body, None, URL, "nope").to_string();
+            let text = LlmError::from_status(status, body, None, &at(URL), "nope").to_string();
             assert!(
                 text.starts_with("model `nope` does not exist at http://127.0.0.1:9/v1"),
                 "{text}"
@@ -452,7 +718,7 @@ mod tests {
         ];
         for (status, body) in recognised {
             assert!(
-                LlmError::from_status(status, body, None, URL, "m").is_context_length(),
+                LlmError::from_status(status, body, None, &at(URL), "m").is_context_length(),
                 "{body}"
             );
         }
@@ -471,7 +737,7 @@ mod tests {
         ];
         for (status, body) in not {
             assert!(
-                !LlmError::from_status(status, body, None, URL, "m").is_context_length(),
+                !LlmError::from_status(status, body, None, &at(URL), "m").is_context_length(),
                 "{body}"
             );
         }
@@ -479,12 +745,13 @@ mod tests {
 
     #[test]
     fn plain_text_bodies_give_their_first_line_and_html_its_text() {
-        let error = LlmError::from_status(502, "\nBad gateway\nmore", None, URL, "m");
+        let error = LlmError::from_status(502, "\nBad gateway\nmore", None, &at(URL), "m");
         assert_eq!(
             error.to_string(),
             "the model server at http://127.0.0.1:9/v1 answered HTTP 502: Bad gateway"
         );
-        let error = LlmError::from_status(502, "\n<html>Bad gateway</html>\nmore", None, URL, "m");
+        let error =
+            LlmError::from_status(502, "\n<html>Bad gateway</html>\nmore", None, &at(URL), "m");
         assert_eq!(
             error.to_string(),
             "the model server at http://127.0.0.1:9/v1 answered HTTP 502: Bad gateway more"
@@ -495,7 +762,7 @@ mod tests {
     #[test]
     fn a_404_that_names_no_model_points_at_the_base_url() {
         for body in ["404 page not found", "", r#"{"detail":"Not Found"}"#] {
-            let error = LlmError::from_status(404, body, None, "http://127.0.0.1:9/", "m");
+            let error = LlmError::from_status(404, body, None, &at("http://127.0.0.1:9/"), "m");
             let text = error.to_string();
             assert!(
                 text.starts_with("the model server answered HTTP 404 (not found) for http://127.0.0.1:9/chat/completions"),

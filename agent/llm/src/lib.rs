@@ -49,7 +49,7 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AF
 use serde_json::Value;
 
 pub use body::{BodyOptions, JsonList};
-pub use error::LlmError;
+pub use error::{Advice, KeySource, LlmError, Target};
 pub use reasoning::Reasoning;
 pub use retry::RetryPolicy;
 pub use turn::{AssistantTurn, ToolCall, Usage};
@@ -96,6 +96,9 @@ pub struct ModelSettings {
     /// The session's prompt cache key, sent as `prompt_cache_key` on the
     /// OpenAI wires; `None` sends none.
     pub prompt_cache_key: Option<String>,
+    /// Where the key and the base URL were configured, for the advice an
+    /// error gives (the default names `OPENAI_API_KEY` and `OPENAI_BASE_URL`).
+    pub advice: Advice,
 }
 
 impl ModelSettings {
@@ -120,6 +123,7 @@ impl ModelSettings {
             query_params: Vec::new(),
             http_headers: Vec::new(),
             prompt_cache_key: None,
+            advice: Advice::default(),
         }
     }
 }
@@ -161,6 +165,9 @@ pub struct Client {
     url: reqwest::Url,
     /// The wire's authentication and version headers plus the provider's.
     headers: HeaderMap,
+    /// Where requests go and what to advise when they fail, shared by
+    /// every error instead of copied into each.
+    target: std::sync::Arc<Target>,
     wire: std::sync::Arc<dyn Wire>,
     settings: ModelSettings,
 }
@@ -168,6 +175,11 @@ pub struct Client {
 impl Client {
     /// Builds the HTTP client (rustls). Does no network IO.
     pub fn new(settings: ModelSettings) -> Result<Client, LlmError> {
+        let target = std::sync::Arc::new(Target::new(
+            &settings.base_url,
+            settings.wire,
+            settings.advice.clone(),
+        ));
         let mut builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             // Waiting for the response head; reads of the body have their
@@ -181,27 +193,23 @@ impl Client {
             builder = builder.tls_certs_only([]);
         }
         let http = builder.build().map_err(|e| LlmError::Connect {
-            base_url: settings.base_url.clone(),
+            target: target.clone(),
             reason: innermost(&e),
         })?;
-        let url = format!(
-            "{}/{}",
-            settings.base_url.trim_end_matches('/'),
-            settings.wire.path()
-        );
-        let mut url = reqwest::Url::parse(&url).map_err(|e| LlmError::Connect {
-            base_url: settings.base_url.clone(),
+        let mut url = reqwest::Url::parse(&target.url).map_err(|e| LlmError::Connect {
+            target: target.clone(),
             reason: format!("not a URL ({e})"),
         })?;
         if !settings.query_params.is_empty() {
             url.query_pairs_mut().extend_pairs(&settings.query_params);
         }
         let wire: std::sync::Arc<dyn Wire> = wire::of(settings.wire).into();
-        let headers = request_headers(&*wire, &settings)?;
+        let headers = request_headers(&*wire, &settings, &target)?;
         Ok(Client {
             http,
             url,
             headers,
+            target,
             wire,
             settings,
         })
@@ -287,7 +295,6 @@ impl Client {
         tools: JsonList<'_>,
         echo: &mut Echo<'_>,
     ) -> Result<AssistantTurn, LlmError> {
-        let base_url = &self.settings.base_url;
         let body = self.wire.body(&RequestParts {
             settings: &self.settings,
             model,
@@ -300,7 +307,7 @@ impl Client {
             .headers(self.headers.clone())
             .body(body);
         let mut response = request.send().await.map_err(|e| LlmError::Connect {
-            base_url: base_url.clone(),
+            target: self.target.clone(),
             reason: innermost(&e),
         })?;
         let idle = self.settings.stream_idle_timeout;
@@ -321,7 +328,7 @@ impl Client {
                 status,
                 &text,
                 retry_after,
-                base_url,
+                &self.target,
                 model,
             ));
         }
@@ -436,13 +443,17 @@ impl Client {
 
 /// The headers of every request: JSON, the wire's authentication, then the
 /// provider's own (which replace a wire header of the same name).
-fn request_headers(wire: &dyn Wire, settings: &ModelSettings) -> Result<HeaderMap, LlmError> {
+fn request_headers(
+    wire: &dyn Wire,
+    settings: &ModelSettings,
+    target: &std::sync::Arc<Target>,
+) -> Result<HeaderMap, LlmError> {
     let mut headers = HeaderMap::new();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     wire.auth_headers(settings.api_key.as_deref(), &mut headers);
     for (name, value) in &settings.http_headers {
         let bad = |reason: String| LlmError::Connect {
-            base_url: settings.base_url.clone(),
+            target: target.clone(),
             reason: format!("the header {name:?} cannot be sent: {reason}"),
         };
         let name = HeaderName::try_from(name.as_str()).map_err(|e| bad(e.to_string()))?;

@@ -23,7 +23,9 @@ use nanohermes_core::agent::{AgentConfig, DEFAULT_MAX_ITERATIONS};
 use nanohermes_core::compaction::CompactionConfig;
 use nanohermes_core::policy::Policy;
 use nanohermes_hub::HubConfig;
-use nanohermes_llm::{DEFAULT_BASE_URL, DEFAULT_MODEL, ModelSettings, RetryPolicy};
+use nanohermes_llm::{
+    Advice, DEFAULT_BASE_URL, DEFAULT_MODEL, KeySource, ModelSettings, RetryPolicy,
+};
 use sources::{ConfigError, HookEvent, HookGroup, Mode, Overrides, ServerSpec, Settings};
 
 pub use nanohermes_config::DEFAULT_API_KEY_ENV;
@@ -284,7 +286,7 @@ impl Config {
         let provider = settings.provider(env)?;
         let key_vars = settings.key_vars();
         let (mut model, api_key_env) = match &provider {
-            None => default_connection(&settings, env, needs_model)?,
+            None => default_connection(&settings, options, env, needs_model)?,
             Some(provider) => provider_connection(provider, &settings, options, env, needs_model)?,
         };
         model.fallback_model = settings.fallback_model.clone();
@@ -424,6 +426,7 @@ impl Config {
 /// key's variable.
 fn default_connection(
     settings: &Settings,
+    options: &Options,
     env: &dyn Fn(&str) -> Option<String>,
     needs_model: bool,
 ) -> anyhow::Result<(ModelSettings, String)> {
@@ -452,7 +455,30 @@ fn default_connection(
         settings.model.clone().unwrap_or(DEFAULT_MODEL.to_owned()),
     );
     model.api_key = api_key;
+    model.advice = Advice {
+        key: KeySource::Var(api_key_env.clone()),
+        base_url: default_base_url_source(settings, options, env).to_owned(),
+    };
     Ok((model, api_key_env))
+}
+
+/// Where the connection without a provider got its base URL, in the
+/// layers' order (the flag beats the variable beats the files): what an
+/// error tells the user to check. Without any, the default URL is in use
+/// and `OPENAI_BASE_URL` is how to change it.
+fn default_base_url_source(
+    settings: &Settings,
+    options: &Options,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> &'static str {
+    let set = |value: Option<String>| value.is_some_and(|v| !v.trim().is_empty());
+    if set(options.base_url.clone()) {
+        "--base-url"
+    } else if set(env("OPENAI_BASE_URL")) || settings.base_url.is_none() {
+        "OPENAI_BASE_URL"
+    } else {
+        "base_url in your config"
+    }
 }
 
 /// The connection a provider describes: its wire, base URL, key variable,
@@ -517,6 +543,7 @@ fn provider_connection(
         settings.model.clone().unwrap_or(DEFAULT_MODEL.to_owned()),
     );
     model.api_key = api_key;
+    model.advice = provider_advice(provider);
     model.wire = wire_api(provider.wire);
     model.query_params = provider.query_params.clone();
     model.http_headers = provider.http_headers.clone();
@@ -532,6 +559,26 @@ fn provider_connection(
         .clone()
         .unwrap_or_else(|| DEFAULT_API_KEY_ENV.to_owned());
     Ok((model, key_env))
+}
+
+/// What a failed request to `provider` tells the user to check: its
+/// `env_key` (or that it sends no key), and its base URL variable for a
+/// built-in that reads one, else its table's `base_url` (a table of a
+/// built-in's name replaces the built-in, so that is where a fixed URL
+/// such as ollama's is changed too).
+fn provider_advice(provider: &sources::Provider) -> Advice {
+    Advice {
+        key: match &provider.env_key {
+            Some(var) => KeySource::Var(var.clone()),
+            None => KeySource::None {
+                provider: provider.id.clone(),
+            },
+        },
+        base_url: provider
+            .base_url_env
+            .clone()
+            .unwrap_or_else(|| format!("base_url in [model_providers.{}]", provider.id)),
+    }
 }
 
 /// The client's wire for a config's `wire_api`.
@@ -990,5 +1037,121 @@ mod tests {
             ),
             ("http://localhost:1234/v1", None)
         );
+    }
+
+    /// The advice an error gives names what this connection was set up
+    /// with: the key's variable (or the provider that sends none) and
+    /// where the base URL came from.
+    #[test]
+    fn the_advice_names_where_the_key_and_the_base_url_were_set() {
+        let var = |v: &str| KeySource::Var(v.to_owned());
+        let local = || Settings {
+            base_url: Some("http://localhost:11434/v1".into()),
+            ..Settings::default()
+        };
+        let own_key = || Settings {
+            api_key_env: Some("MY_KEY".into()),
+            ..local()
+        };
+        let table = sources::RawProvider {
+            base_url: Some("http://gpu:8080/v1".into()),
+            env_key: Some("GPU_AUTH".into()),
+            ..sources::RawProvider::default()
+        };
+        let keyless = sources::RawProvider {
+            base_url: Some("http://gpu:8080/v1".into()),
+            ..sources::RawProvider::default()
+        };
+        let url = ("OPENAI_BASE_URL", "http://localhost:11434/v1");
+        // Flags, settings, environment; the advice's key and base URL.
+        type Case<'a> = (
+            &'a [&'a str],
+            Settings,
+            Vec<(&'a str, &'a str)>,
+            KeySource,
+            &'a str,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                &[],
+                Settings::default(),
+                vec![("OPENAI_API_KEY", "k")],
+                var("OPENAI_API_KEY"),
+                "OPENAI_BASE_URL",
+            ),
+            (
+                &[],
+                local(),
+                vec![url],
+                var("OPENAI_API_KEY"),
+                "OPENAI_BASE_URL",
+            ),
+            (
+                &[],
+                local(),
+                vec![],
+                var("OPENAI_API_KEY"),
+                "base_url in your config",
+            ),
+            (
+                &["--base-url", "http://localhost:11434/v1"],
+                local(),
+                vec![url],
+                var("OPENAI_API_KEY"),
+                "--base-url",
+            ),
+            (&[], own_key(), vec![url], var("MY_KEY"), "OPENAI_BASE_URL"),
+            (
+                &[],
+                with_provider("anthropic", None),
+                vec![("ANTHROPIC_API_KEY", "k")],
+                var("ANTHROPIC_API_KEY"),
+                "ANTHROPIC_BASE_URL",
+            ),
+            (
+                &[],
+                with_provider("openai", None),
+                vec![("OPENAI_API_KEY", "k")],
+                var("OPENAI_API_KEY"),
+                "OPENAI_BASE_URL",
+            ),
+            (
+                &[],
+                with_provider("ollama", None),
+                vec![],
+                KeySource::None {
+                    provider: "ollama".into(),
+                },
+                "base_url in [model_providers.ollama]",
+            ),
+            (
+                &[],
+                with_provider("gpu", Some(table)),
+                vec![("GPU_AUTH", "k")],
+                var("GPU_AUTH"),
+                "base_url in [model_providers.gpu]",
+            ),
+            (
+                &[],
+                with_provider("gpu", Some(keyless)),
+                vec![url],
+                KeySource::None {
+                    provider: "gpu".into(),
+                },
+                "base_url in [model_providers.gpu]",
+            ),
+        ];
+        for (args, settings, env, key, base_url) in cases {
+            let label = format!("{args:?} {env:?} {:?}", settings.model_provider);
+            let config = resolve_with(args, settings, &env).unwrap();
+            assert_eq!(
+                config.model.advice,
+                Advice {
+                    key,
+                    base_url: base_url.to_owned()
+                },
+                "{label}"
+            );
+        }
     }
 }

@@ -1348,7 +1348,12 @@ mod tests {
     #[test]
     fn anthropic_error_bodies_give_their_message_and_too_long_prompts_are_context_errors() {
         let body = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210443 tokens > 200000 maximum"}}"#;
-        let error = LlmError::from_status(400, body, None, HERE, "claude-x");
+        let target = std::sync::Arc::new(crate::Target::new(
+            HERE,
+            WireApi::Messages,
+            crate::Advice::default(),
+        ));
+        let error = LlmError::from_status(400, body, None, &target, "claude-x");
         assert!(error.is_context_length());
         assert!(!error.is_retryable());
         assert!(
@@ -1359,7 +1364,7 @@ mod tests {
         );
         let overloaded =
             r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
-        let error = LlmError::from_status(529, overloaded, None, HERE, "claude-x");
+        let error = LlmError::from_status(529, overloaded, None, &target, "claude-x");
         assert!(error.is_retryable());
         assert!(
             error.to_string().ends_with("HTTP 529: Overloaded"),

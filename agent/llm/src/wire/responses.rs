@@ -888,7 +888,11 @@ mod tests {
             message: message.into(),
             code: None,
             retry_after: None,
-            base_url: "u".into(),
+            target: std::sync::Arc::new(crate::Target::new(
+                "u",
+                WireApi::Responses,
+                crate::Advice::default(),
+            )),
             model: "m".into(),
         };
         let wire = Responses::default();

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::support::fixture_server;
-use crate::support::mock_model::{MockModel, call, text, tool_calls};
+use crate::support::mock_model::{MockModel, Reply, call, status, text, tool_calls};
 use crate::support::tool_result;
 
 /// A deadlock guard, not a speed claim.
@@ -649,4 +649,227 @@ async fn a_projects_server_cannot_name_a_providers_key_in_env_vars() {
     let out = nanohermes(&home, &workspace, &["--mode", "goal", "run", "look"], &env).await;
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert_eq!(tool_result(mock.requests()[1].messages(), "k"), KEY);
+}
+
+/// The one `nanohermes: error:` line of a run that failed.
+fn error_line(out: &Output) -> &str {
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    let lines: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("nanohermes: error: "))
+        .collect();
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    lines[0]
+}
+
+/// A 404 page, as a server answers a path it does not serve.
+fn not_found() -> Reply {
+    Reply::Page {
+        code: 404,
+        content_type: "text/plain; charset=utf-8".into(),
+        body: "404 page not found".into(),
+    }
+}
+
+/// A rejected key and a wrong base URL on a provider of your own are told
+/// in its own terms: its `env_key`, the endpoint its wire requested, its
+/// table's `base_url`; never the OpenAI variables it does not read.
+#[tokio::test]
+async fn a_providers_rejected_key_and_wrong_url_name_its_own_settings() {
+    let (_root, home, workspace) = dirs();
+    for (wire, path, tip) in [
+        (
+            "responses",
+            "responses",
+            "most servers need it to end in /v1, e.g. https://api.openai.com/v1",
+        ),
+        (
+            "messages",
+            "messages",
+            "it usually ends in /v1, e.g. https://api.anthropic.com/v1",
+        ),
+    ] {
+        let mock = MockModel::start(vec![
+            status(401, "invalid x-api-key").into(),
+            not_found().into(),
+        ])
+        .await;
+        let url = mock.base_url();
+        std::fs::write(
+            home.join("config.toml"),
+            format!(
+                "[model_providers.corp]\nbase_url = {url:?}\nwire_api = \"{wire}\"\nenv_key = \"{KEY_VAR}\"\n"
+            ),
+        )
+        .unwrap();
+        let args = ["--provider", "corp", "--model", "corp-model", "run", "hi"];
+        // The connection without a provider is set too, and must not be named.
+        let env = [
+            (KEY_VAR, KEY),
+            ("OPENAI_API_KEY", "sk-unused"),
+            ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+        ];
+        let denied = nanohermes(&home, &workspace, &args, &env).await;
+        let line = error_line(&denied);
+        assert!(
+            line.ends_with(&format!(
+                "the model server at {url} rejected the API key (HTTP 401): invalid x-api-key (check {KEY_VAR})"
+            )),
+            "{wire}: {line}"
+        );
+        let missing = nanohermes(&home, &workspace, &args, &env).await;
+        let line = error_line(&missing);
+        assert!(
+            line.ends_with(&format!(
+                "the model server answered HTTP 404 (not found) for {url}/{path}: 404 page not found (check base_url in [model_providers.corp]: {tip})"
+            )),
+            "{wire}: {line}"
+        );
+        for out in [&denied, &missing] {
+            assert!(!out.stderr.contains("OPENAI_"), "{wire}: {}", out.stderr);
+        }
+        let requests = mock.requests();
+        assert_eq!(requests.len(), 2, "{wire}");
+        assert!(
+            requests.iter().all(|r| r.path == format!("/v1/{path}")),
+            "{wire}"
+        );
+    }
+}
+
+/// The built-in `anthropic` names its own variables; a provider that sends
+/// no key says so, and where to give it one, instead of pointing at a
+/// variable it never reads.
+#[tokio::test]
+async fn a_builtin_or_keyless_providers_rejected_key_names_what_it_sends() {
+    let (_root, home, workspace) = dirs();
+    let mock = MockModel::start(vec![
+        status(401, "invalid x-api-key").into(),
+        not_found().into(),
+        status(401, "unauthorized").into(),
+    ])
+    .await;
+    let url = mock.base_url();
+    let anthropic = [
+        "--provider",
+        "anthropic",
+        "--model",
+        "claude-x",
+        "run",
+        "hi",
+    ];
+    let env = [
+        ("ANTHROPIC_BASE_URL", url.as_str()),
+        ("ANTHROPIC_API_KEY", "sk-ant-wrong"),
+        ("OPENAI_API_KEY", "sk-unused"),
+    ];
+    let denied = nanohermes(&home, &workspace, &anthropic, &env).await;
+    assert!(
+        error_line(&denied).ends_with(&format!(
+            "the model server at {url} rejected the API key (HTTP 401): invalid x-api-key (check ANTHROPIC_API_KEY)"
+        )),
+        "{}",
+        denied.stderr
+    );
+    let missing = nanohermes(&home, &workspace, &anthropic, &env).await;
+    assert!(
+        error_line(&missing).ends_with(&format!(
+            "for {url}/messages: 404 page not found (check ANTHROPIC_BASE_URL: it usually ends in /v1, e.g. https://api.anthropic.com/v1)"
+        )),
+        "{}",
+        missing.stderr
+    );
+
+    std::fs::write(
+        home.join("config.toml"),
+        format!("[model_providers.ollama]\nbase_url = {url:?}\n"),
+    )
+    .unwrap();
+    let keyless = nanohermes(
+        &home,
+        &workspace,
+        &["--provider", "ollama", "--model", "llama", "run", "hi"],
+        &[("OPENAI_API_KEY", "sk-unused")],
+    )
+    .await;
+    assert!(
+        error_line(&keyless).ends_with(&format!(
+            "the model server at {url} wants an API key (HTTP 401): unauthorized (provider \"ollama\" sends none; set env_key in [model_providers.ollama] to the variable that holds one)"
+        )),
+        "{}",
+        keyless.stderr
+    );
+    for out in [&denied, &missing, &keyless] {
+        assert!(!out.stderr.contains("OPENAI_"), "{}", out.stderr);
+    }
+    let paths: Vec<String> = mock.requests().into_iter().map(|r| r.path).collect();
+    assert_eq!(
+        paths,
+        ["/v1/messages", "/v1/messages", "/v1/chat/completions"]
+    );
+}
+
+/// Without a provider, `api_key_env` and a `base_url` in your config are
+/// what the hints name (a rejected key, a 404, an unreachable server), not
+/// the defaults' OpenAI variables.
+#[tokio::test]
+async fn without_a_provider_the_hints_name_api_key_env_and_the_configs_base_url() {
+    let (_root, home, workspace) = dirs();
+    let mock = MockModel::start(vec![status(401, "bad key").into(), not_found().into()]).await;
+    let url = mock.base_url();
+    std::fs::write(
+        home.join("config.toml"),
+        format!("api_key_env = \"MY_KEY\"\nbase_url = {url:?}\nmodel = \"m\"\n"),
+    )
+    .unwrap();
+    let env = [("MY_KEY", "sk-mine")];
+    let denied = nanohermes(&home, &workspace, &["run", "hi"], &env).await;
+    assert!(
+        error_line(&denied).ends_with(&format!(
+            "the model server at {url} rejected the API key (HTTP 401): bad key (check MY_KEY)"
+        )),
+        "{}",
+        denied.stderr
+    );
+    let missing = nanohermes(&home, &workspace, &["run", "hi"], &env).await;
+    assert!(
+        error_line(&missing).ends_with(&format!(
+            "for {url}/chat/completions: 404 page not found (check base_url in your config: most servers need it to end in /v1, e.g. http://localhost:11434/v1)"
+        )),
+        "{}",
+        missing.stderr
+    );
+    // A port that was just free: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let gone = format!("http://127.0.0.1:{port}/v1");
+    std::fs::write(
+        home.join("config.toml"),
+        format!("api_key_env = \"MY_KEY\"\nbase_url = {gone:?}\nmodel = \"m\"\n"),
+    )
+    .unwrap();
+    let unreachable = nanohermes(
+        &home,
+        &workspace,
+        &["--max-retries", "0", "run", "hi"],
+        &env,
+    )
+    .await;
+    let line = error_line(&unreachable);
+    assert!(
+        line.contains(&format!("cannot reach the model server at {gone}: "))
+            && line.ends_with(" (check base_url in your config)"),
+        "{line}"
+    );
+    for out in [&denied, &missing, &unreachable] {
+        assert!(!out.stderr.contains("OPENAI_"), "{}", out.stderr);
+    }
+    assert_eq!(
+        mock.requests()[0].header("authorization"),
+        Some("Bearer sk-mine")
+    );
 }
