@@ -37,6 +37,8 @@ impl Default for Advice {
 pub enum KeySource {
     /// Read from this environment variable.
     Var(String),
+    /// Named, but the variable is unset or empty, so no key was sent.
+    Unset(String),
     /// The provider (this is its id) sends no key: it has no `env_key`.
     None {
         /// The provider's id, as in `[model_providers.ID]`.
@@ -274,6 +276,14 @@ impl fmt::Display for LlmError {
                     target.base_url,
                     or_none(message)
                 ),
+                // "Check MY_KEY" reads as "the key is wrong" when none
+                // was sent at all.
+                KeySource::Unset(var) => write!(
+                    f,
+                    "the model server at {} wants an API key (HTTP {status}): {} ({var} is not set)",
+                    target.base_url,
+                    or_none(message)
+                ),
                 // "Check OPENAI_API_KEY" would send the user after a
                 // variable this provider never reads.
                 KeySource::None { provider } => write!(
@@ -468,6 +478,10 @@ mod tests {
             key: KeySource::Var("MY_KEY".into()),
             base_url: "--base-url".into(),
         };
+        let unset = Advice {
+            key: KeySource::Unset("MY_KEY".into()),
+            base_url: "OPENAI_BASE_URL".into(),
+        };
         let base = "http://h:1/v1";
         let denied = "the model server at http://h:1/v1 rejected the API key";
         let wants = "the model server at http://h:1/v1 wants an API key";
@@ -512,6 +526,12 @@ mod tests {
                 &ollama,
                 401,
                 format!("{wants} (HTTP 401): no {none_hint}"),
+            ),
+            (
+                WireApi::Chat,
+                &unset,
+                401,
+                format!("{wants} (HTTP 401): no (MY_KEY is not set)"),
             ),
             (
                 WireApi::Responses,

@@ -848,6 +848,7 @@ mod tests {
     #[test]
     fn the_advice_names_where_the_key_and_the_base_url_were_set() {
         let var = |v: &str| KeySource::Var(v.to_owned());
+        let unset = |v: &str| KeySource::Unset(v.to_owned());
         let local = || Settings {
             base_url: Some("http://localhost:11434/v1".into()),
             ..Settings::default()
@@ -886,13 +887,13 @@ mod tests {
                 &[],
                 local(),
                 vec![url],
-                var("OPENAI_API_KEY"),
+                unset("OPENAI_API_KEY"),
                 "OPENAI_BASE_URL",
             ),
             (
                 &[],
                 local(),
-                vec![],
+                vec![("OPENAI_API_KEY", "k")],
                 var("OPENAI_API_KEY"),
                 "base_url in your config",
             ),
@@ -900,10 +901,23 @@ mod tests {
                 &["--base-url", "http://localhost:11434/v1"],
                 local(),
                 vec![url],
-                var("OPENAI_API_KEY"),
+                unset("OPENAI_API_KEY"),
                 "--base-url",
             ),
-            (&[], own_key(), vec![url], var("MY_KEY"), "OPENAI_BASE_URL"),
+            (
+                &[],
+                own_key(),
+                vec![url],
+                unset("MY_KEY"),
+                "OPENAI_BASE_URL",
+            ),
+            (
+                &[],
+                own_key(),
+                vec![url, ("MY_KEY", "k")],
+                var("MY_KEY"),
+                "OPENAI_BASE_URL",
+            ),
             (
                 &[],
                 with_provider("anthropic", None),

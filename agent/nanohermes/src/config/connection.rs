@@ -44,12 +44,22 @@ pub(super) fn default_connection(
         base_url,
         settings.model.clone().unwrap_or(DEFAULT_MODEL.to_owned()),
     );
-    model.api_key = api_key;
     model.advice = Advice {
-        key: KeySource::Var(api_key_env.clone()),
+        key: key_source(&api_key_env, api_key.is_some()),
         base_url: default_base_url_source(settings, options, env).to_owned(),
     };
+    model.api_key = api_key;
     Ok((model, api_key_env))
+}
+
+/// The key's variable, and whether it held a key (a 401 then says it is
+/// unset rather than wrong).
+fn key_source(var: &str, set: bool) -> KeySource {
+    if set {
+        KeySource::Var(var.to_owned())
+    } else {
+        KeySource::Unset(var.to_owned())
+    }
 }
 
 /// Where the connection without a provider got its base URL, in the

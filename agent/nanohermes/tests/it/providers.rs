@@ -816,7 +816,12 @@ async fn a_builtin_or_keyless_providers_rejected_key_names_what_it_sends() {
 #[tokio::test]
 async fn without_a_provider_the_hints_name_api_key_env_and_the_configs_base_url() {
     let (_root, home, workspace) = dirs();
-    let mock = MockModel::start(vec![status(401, "bad key").into(), not_found().into()]).await;
+    let mock = MockModel::start(vec![
+        status(401, "bad key").into(),
+        not_found().into(),
+        status(401, "no key").into(),
+    ])
+    .await;
     let url = mock.base_url();
     std::fs::write(
         home.join("config.toml"),
@@ -839,6 +844,15 @@ async fn without_a_provider_the_hints_name_api_key_env_and_the_configs_base_url(
         )),
         "{}",
         missing.stderr
+    );
+    // No key sent at all: the hint says the variable is unset, not wrong.
+    let keyless = nanohermes(&home, &workspace, &["run", "hi"], &[]).await;
+    assert!(
+        error_line(&keyless).ends_with(&format!(
+            "the model server at {url} wants an API key (HTTP 401): no key (MY_KEY is not set)"
+        )),
+        "{}",
+        keyless.stderr
     );
     // A port that was just free: nothing listens there.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -865,7 +879,7 @@ async fn without_a_provider_the_hints_name_api_key_env_and_the_configs_base_url(
             && line.ends_with(" (check base_url in your config)"),
         "{line}"
     );
-    for out in [&denied, &missing, &unreachable] {
+    for out in [&denied, &missing, &keyless, &unreachable] {
         assert!(!out.stderr.contains("OPENAI_"), "{}", out.stderr);
     }
     assert_eq!(
