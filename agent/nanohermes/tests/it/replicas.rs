@@ -137,16 +137,25 @@ impl Cluster {
     }
 
     /// A replica told of the store by `--store`, or by `[serve] store` in
-    /// its user config (`configured`).
+    /// its user config (`configured`). A configured replica of a test that
+    /// kept the plain URL reaches the store over verified TLS, so every
+    /// multi-replica test mixes TLS and plain connections on one store.
     async fn replica(&self, mode: &str, configured: bool) -> Replica {
         let home = tempfile::tempdir().unwrap();
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_nanohermes"));
         command.args(["serve", "--http", "127.0.0.1:0"]);
+        let store = if configured && self.store == self.db {
+            let ca = env("NANOHERMES_TEST_PG_CA");
+            format!("{}?sslmode=verify-full&sslrootcert={ca}", self.store)
+        } else {
+            self.store.clone()
+        };
+        let tls = store.contains("sslmode=") && !store.contains("sslmode=disable");
         if configured {
-            let config = format!("[serve]\nstore = {:?}\n", self.store);
+            let config = format!("[serve]\nstore = {store:?}\n");
             std::fs::write(home.path().join("config.toml"), config).unwrap();
         } else {
-            command.args(["--store", &self.store]);
+            command.args(["--store", &store]);
         }
         command
             .arg("--root")
@@ -178,6 +187,7 @@ impl Cluster {
             seen[0].contains("store postgres://") && seen[0].contains("replica "),
             "{seen:?}"
         );
+        assert_eq!(seen[0].contains("TLS, verified"), tls, "{seen:?}");
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         Replica {
             child,
