@@ -27,6 +27,27 @@
 
 use std::io;
 
+/// `fork` as the raw `clone` system call: no atfork handlers, so no lock
+/// is taken between fork and exec. Returns 0 in the child, the child's pid
+/// in the parent, -1 on failure (with `errno` set).
+///
+/// # Safety
+/// As `fork`: after it the child may use only async-signal-safe calls.
+#[allow(unsafe_code)]
+pub(super) unsafe fn raw_fork() -> libc::c_long {
+    // SAFETY: the caller upholds fork's contract (see above).
+    unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            libc::SIGCHLD as libc::c_ulong,
+            0usize,
+            0usize,
+            0usize,
+            0usize,
+        )
+    }
+}
+
 /// Splits the calling child in two (see the module doc). Returns `Ok` in
 /// B, pid 1 of the namespace, which goes on to exec the command; in A it
 /// never returns. With a `relay` (and its listening socket), A forks it
@@ -41,14 +62,7 @@ pub(super) fn split(relay: Option<(&super::relay::Relay, libc::c_int)>) -> io::R
         if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
             return Err(io::Error::last_os_error());
         }
-        let pid = libc::syscall(
-            libc::SYS_clone,
-            libc::SIGCHLD as libc::c_ulong,
-            0usize,
-            0usize,
-            0usize,
-            0usize,
-        );
+        let pid = raw_fork();
         if pid < 0 {
             let e = io::Error::last_os_error();
             libc::close(fds[0]);

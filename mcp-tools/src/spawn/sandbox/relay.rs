@@ -105,14 +105,7 @@ impl Relay {
         // SAFETY: the raw clone system call (no atfork handlers, no
         // locks); the child only issues system calls and never returns.
         unsafe {
-            let pid = libc::syscall(
-                libc::SYS_clone,
-                libc::SIGCHLD as libc::c_ulong,
-                0usize,
-                0usize,
-                0usize,
-                0usize,
-            );
+            let pid = super::contain::raw_fork();
             if pid == 0 {
                 self.run(listener);
             }
@@ -167,14 +160,7 @@ impl Relay {
                     }
                     continue;
                 }
-                let pid = libc::syscall(
-                    libc::SYS_clone,
-                    libc::SIGCHLD as libc::c_ulong,
-                    0usize,
-                    0usize,
-                    0usize,
-                    0usize,
-                );
+                let pid = super::contain::raw_fork();
                 if pid == 0 {
                     libc::close(listener);
                     self.carry(client);
