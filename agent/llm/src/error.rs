@@ -52,10 +52,6 @@ pub enum KeySource {
 pub struct Target {
     /// The base URL as configured.
     pub base_url: String,
-    /// The URL requested, without its query: a 404 names the path that was
-    /// not found (`…/messages`, `…/responses`), and a query may hold a
-    /// credential (`?key=`) that has no place on the terminal.
-    pub url: String,
     /// The wire the request was on.
     pub wire: WireApi,
     /// Where the key and the base URL were set.
@@ -67,10 +63,20 @@ impl Target {
     pub fn new(base_url: &str, wire: WireApi, advice: Advice) -> Target {
         Target {
             base_url: base_url.to_owned(),
-            url: format!("{}/{}", base_url.trim_end_matches('/'), wire.path()),
             wire,
             advice,
         }
+    }
+
+    /// The URL requested, without its query: a 404 names the path that was
+    /// not found (`…/messages`, `…/responses`), and a query may hold a
+    /// credential (`?key=`) that has no place on the terminal.
+    pub fn url(&self) -> String {
+        format!(
+            "{}/{}",
+            self.base_url.trim_end_matches('/'),
+            self.wire.path()
+        )
     }
 }
 
@@ -313,7 +319,7 @@ impl fmt::Display for LlmError {
             } => write!(
                 f,
                 "the model server answered HTTP 404 (not found) for {}: {} (check {}: {})",
-                target.url,
+                target.url(),
                 or_none(message),
                 target.advice.base_url,
                 v1_tip(target.wire)
@@ -630,7 +636,7 @@ mod tests {
     #[test]
     fn the_requested_url_has_one_slash_before_the_wire_path() {
         let target = Target::new("http://h:1/v1/", WireApi::Responses, Advice::default());
-        assert_eq!(target.url, "http://h:1/v1/responses");
+        assert_eq!(target.url(), "http://h:1/v1/responses");
     }
 
     #[test]

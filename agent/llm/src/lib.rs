@@ -196,7 +196,7 @@ impl Client {
             target: target.clone(),
             reason: innermost(&e),
         })?;
-        let mut url = reqwest::Url::parse(&target.url).map_err(|e| LlmError::Connect {
+        let mut url = reqwest::Url::parse(&target.url()).map_err(|e| LlmError::Connect {
             target: target.clone(),
             reason: format!("not a URL ({e})"),
         })?;

@@ -699,7 +699,7 @@ async fn a_providers_rejected_key_and_wrong_url_name_its_own_settings() {
         std::fs::write(
             home.join("config.toml"),
             format!(
-                "[model_providers.corp]\nbase_url = {url:?}\nwire_api = \"{wire}\"\nenv_key = \"{KEY_VAR}\"\n"
+                "[model_providers.corp]\nbase_url = {url:?}\nwire_api = \"{wire}\"\nenv_key = \"{KEY_VAR}\"\nquery_params = {{ key = \"q-secret\" }}\n"
             ),
         )
         .unwrap();
@@ -726,13 +726,17 @@ async fn a_providers_rejected_key_and_wrong_url_name_its_own_settings() {
             )),
             "{wire}: {line}"
         );
+        // The query may carry a credential: it goes to the server only.
         for out in [&denied, &missing] {
             assert!(!out.stderr.contains("OPENAI_"), "{wire}: {}", out.stderr);
+            assert!(!out.stderr.contains("q-secret"), "{wire}: {}", out.stderr);
         }
         let requests = mock.requests();
         assert_eq!(requests.len(), 2, "{wire}");
         assert!(
-            requests.iter().all(|r| r.path == format!("/v1/{path}")),
+            requests
+                .iter()
+                .all(|r| r.path == format!("/v1/{path}?key=q-secret")),
             "{wire}"
         );
     }
