@@ -10,13 +10,16 @@
 //! - `prefer`: when the server offers it; a certificate that fails the
 //!   check fails the connection (it does not fall back to plain text).
 //! - `require`, `verify-ca`, `verify-full`: always.
-//! - unset: `disable` when every host is loopback or a Unix socket (where
-//!   TLS protects nothing, and Debian's own server offers a self-signed
-//!   certificate no trust store knows), `require` for any other host, so
-//!   a store across a network is never reached in plain text by default.
+//! - unset: `disable` when every host (and every `hostaddr`) is loopback
+//!   or a Unix socket (where TLS protects nothing, and Debian's own server
+//!   offers a self-signed certificate no trust store knows), `require` for
+//!   any other, so a store across a network is never reached in plain text
+//!   by default.
 //!
-//! Client certificates (`sslcert`, `sslkey`) are not supported and are
-//! refused by name rather than ignored.
+//! Over Unix sockets only, `sslmode` is ignored, as libpq does (PostgreSQL
+//! has no TLS there). Only the URL form is taken, not libpq's `key=value`
+//! form. Client certificates (`sslcert`, `sslkey`) and `sslcrl` are not
+//! supported and are refused by name rather than ignored.
 
 use std::future::Future;
 use std::io;
@@ -38,23 +41,21 @@ use tokio_postgres::{Config, Socket};
 /// rest (it knows no `sslrootcert` and no `verify-*` modes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TlsSettings {
-    /// `sslmode` as written, if it was.
-    mode: Option<Mode>,
+    /// `sslmode` as written (`verify-ca` and `verify-full` read as
+    /// `require`: every TLS connection is verified), if it was.
+    mode: Option<SslMode>,
     /// `sslrootcert`: `None` for the system's trust store.
     roots: Option<PathBuf>,
 }
 
-/// The `sslmode` words, folded into what they decide here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    Disable,
-    Prefer,
-    Require,
-}
-
 /// Splits `url` into the URL tokio-postgres parses and its TLS settings.
-/// Errors never quote the URL: a mistyped one may hold a secret.
+/// Only the URL form is taken: tokio-postgres would also parse libpq's
+/// `key=value` form, whose `sslmode` this split cannot see. Errors never
+/// quote the URL: a mistyped one may hold a secret.
 pub fn split_url(url: &str) -> Result<(String, TlsSettings), String> {
+    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        return Err("--store: not a PostgreSQL URL (postgres://USER@HOST:PORT/DB)".to_owned());
+    }
     let (base, query) = match url.split_once('?') {
         Some((base, query)) => (base, query),
         None => (url, ""),
@@ -70,9 +71,9 @@ pub fn split_url(url: &str) -> Result<(String, TlsSettings), String> {
         match key {
             "sslmode" => {
                 settings.mode = Some(match value.as_str() {
-                    "disable" => Mode::Disable,
-                    "prefer" => Mode::Prefer,
-                    "require" | "verify-ca" | "verify-full" => Mode::Require,
+                    "disable" => SslMode::Disable,
+                    "prefer" => SslMode::Prefer,
+                    "require" | "verify-ca" | "verify-full" => SslMode::Require,
                     other => {
                         return Err(format!(
                             "--store: sslmode={other} is not one of disable, prefer, require, verify-ca, verify-full"
@@ -83,10 +84,15 @@ pub fn split_url(url: &str) -> Result<(String, TlsSettings), String> {
             "sslrootcert" => {
                 settings.roots = (value != "system").then(|| PathBuf::from(value));
             }
-            "sslcert" | "sslkey" | "sslpassword" | "sslcrl" => {
+            "sslcert" | "sslkey" | "sslpassword" => {
                 return Err(format!(
                     "--store: {key} is not supported (client certificates): authenticate with a password from NANOHERMES_STORE_PASSWORD"
                 ));
+            }
+            "sslcrl" => {
+                return Err(
+                    "--store: sslcrl is not supported (certificate revocation lists)".to_owned(),
+                );
             }
             _ => rest.push(pair),
         }
@@ -135,19 +141,26 @@ impl Tls {
     /// Applies `settings` to `config` (its `ssl_mode`) and builds the
     /// connector: loads `sslrootcert`, or the system's trust store.
     pub fn new(settings: &TlsSettings, config: &mut Config) -> Result<Tls, String> {
-        let mode = settings.mode.unwrap_or_else(|| {
-            if config.get_hosts().iter().all(is_local) {
-                Mode::Disable
-            } else {
-                Mode::Require
-            }
-        });
-        config.ssl_mode(match mode {
-            Mode::Disable => SslMode::Disable,
-            Mode::Prefer => SslMode::Prefer,
-            Mode::Require => SslMode::Require,
-        });
-        if mode == Mode::Disable {
+        // Where the connection goes is the `hostaddr` when one is given,
+        // so a loopback host name over a remote address is not local.
+        let local = config.get_hosts().iter().all(is_local)
+            && config.get_hostaddrs().iter().all(IpAddr::is_loopback);
+        // PostgreSQL has no TLS over a Unix socket; libpq ignores
+        // `sslmode` there, and so does this.
+        let sockets_only = !config.get_hosts().is_empty()
+            && config
+                .get_hosts()
+                .iter()
+                .all(|h| matches!(h, Host::Unix(_)))
+            && config.get_hostaddrs().is_empty();
+        let mode = match settings.mode {
+            _ if sockets_only => SslMode::Disable,
+            Some(mode) => mode,
+            None if local => SslMode::Disable,
+            None => SslMode::Require,
+        };
+        config.ssl_mode(mode);
+        if mode == SslMode::Disable {
             return Ok(Tls::Off);
         }
         if config.get_hosts().len() < config.get_hostaddrs().len() {
@@ -209,12 +222,7 @@ fn is_local(host: &Host) -> bool {
     match host {
         Host::Unix(_) => true,
         Host::Tcp(name) => {
-            name == "localhost"
-                || name
-                    .trim_start_matches('[')
-                    .trim_end_matches(']')
-                    .parse::<IpAddr>()
-                    .is_ok_and(|ip| ip.is_loopback())
+            name == "localhost" || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
         }
     }
 }
@@ -227,10 +235,9 @@ pub fn is_refusal(e: &tokio_postgres::Error) -> bool {
         return true;
     }
     let mut source = std::error::Error::source(e);
+    // tokio-rustls hands rustls's error over inside an `io::Error`, whose
+    // `source` skips it: look inside each `io::Error` of the chain.
     while let Some(err) = source {
-        if err.is::<rustls::Error>() {
-            return true;
-        }
         if let Some(inner) = err.downcast_ref::<io::Error>().and_then(|io| io.get_ref())
             && inner.is::<rustls::Error>()
         {
@@ -357,6 +364,20 @@ mod tests {
                 "postgres://u@127.0.0.1/db?sslmode=verify-ca",
                 SslMode::Require,
             ),
+            // The address connected to decides, not the name.
+            (
+                "postgres://u@localhost/db?hostaddr=10.0.0.5",
+                SslMode::Require,
+            ),
+            (
+                "postgres://u@localhost/db?hostaddr=127.0.0.1",
+                SslMode::Disable,
+            ),
+            // No TLS over a Unix socket, whatever sslmode says.
+            (
+                "postgres://u@%2Frun%2Fpostgresql/db?sslmode=require",
+                SslMode::Disable,
+            ),
         ] {
             assert_eq!(mode_for(url), Ok(want), "{url}");
         }
@@ -369,7 +390,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(base, "postgres://u@h/db?connect_timeout=3");
-        assert_eq!(settings.mode, Some(Mode::Require));
+        assert_eq!(settings.mode, Some(SslMode::Require));
         assert_eq!(settings.roots, Some(PathBuf::from("/etc/ca x.pem")));
         let (_, settings) = split_url("postgres://u@h/db?sslrootcert=system").unwrap();
         assert_eq!(settings.roots, None);
@@ -390,6 +411,16 @@ mod tests {
                 "sslcert is not supported",
             ),
             (
+                "postgres://u@h/db?sslcrl=/crl.pem",
+                "sslcrl is not supported",
+            ),
+            // libpq's key=value form would hide its sslmode from the split.
+            (
+                "host=db.example.com sslmode=disable",
+                "not a PostgreSQL URL",
+            ),
+            ("host=localhost sslmode=require", "not a PostgreSQL URL"),
+            (
                 "postgres://u@/db?hostaddr=10.0.0.5&sslmode=require",
                 "give a host for every hostaddr",
             ),
@@ -409,5 +440,54 @@ mod tests {
             let err = mode_for(url).unwrap_err();
             assert!(err.contains(says), "{url}: {err}");
         }
+    }
+}
+
+/// How a failed TLS negotiation is classed, against a fake server that
+/// answers PostgreSQL's SSLRequest: a setting to fix fails at once, a
+/// dropped connection is an outage to wait out.
+#[cfg(test)]
+mod refusals {
+    use super::super::pg::{Pg, PgError};
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    /// A server on loopback that reads the 8-byte SSLRequest, writes
+    /// `answer` and closes; returns its port.
+    async fn answering(answer: &'static [u8]) -> u16 {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let mut request = [0u8; 8];
+                if socket.read_exact(&mut request).await.is_ok() {
+                    let _ = socket.write_all(answer).await;
+                }
+            }
+        });
+        port
+    }
+
+    async fn ping(answer: &'static [u8]) -> PgError {
+        let port = answering(answer).await;
+        let pg = Pg::new(&format!("postgres://u@127.0.0.1:{port}/db?sslmode=require")).unwrap();
+        pg.ping().await.unwrap_err()
+    }
+
+    #[tokio::test]
+    async fn a_server_without_tls_where_it_is_required_is_a_refusal() {
+        assert!(matches!(ping(b"N").await, PgError::Failed(_)));
+    }
+
+    #[tokio::test]
+    async fn a_handshake_rustls_rejects_is_a_refusal() {
+        // Not a TLS record: rustls refuses the bytes.
+        let e = ping(b"Sgarbage that is no TLS record at all\r\n").await;
+        assert!(matches!(e, PgError::Failed(_)), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_connection_dropped_mid_handshake_is_an_outage() {
+        let e = ping(b"S").await;
+        assert!(matches!(e, PgError::Down(_)), "{e}");
     }
 }
