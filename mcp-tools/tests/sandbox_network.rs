@@ -121,7 +121,12 @@ async fn run(sandbox: &Sandbox, root: &Path, script: &str) -> (bool, String, Vec
 /// A loopback HTTP server outside the sandbox: answers every request
 /// with `hello <Host header> <path>` and closes.
 async fn http_server() -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    http_server_on("127.0.0.1:0").await
+}
+
+/// [`http_server`] bound to `bind`.
+async fn http_server_on(bind: &str) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind(bind).await.unwrap();
     let address = listener.local_addr().unwrap();
     tokio::spawn(async move {
         while let Ok((mut stream, _)) = listener.accept().await {
@@ -240,12 +245,30 @@ async fn nothing_but_the_proxy_leaves_the_namespace() {
     let (_base, root) = workspace();
     let server = http_server().await;
     let port = server.port();
+    // The same server on every address of the host, reached by the host's
+    // own non-loopback addresses (asked outside the sandbox: inside, the
+    // namespace has only its loopback), and a listener on the relay's port.
+    let wide_port = http_server_on("0.0.0.0:0").await.port();
+    let relay_port = std::net::TcpListener::bind("0.0.0.0:3128").ok();
+    let host_addresses: Vec<String> = std::process::Command::new("hostname")
+        .arg("-I")
+        .output()
+        .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter(|a| {
+            a.parse::<std::net::Ipv4Addr>()
+                .is_ok_and(|ip| !ip.is_loopback())
+        })
+        .map(str::to_owned)
+        .collect();
+    eprintln!("host addresses tried from the sandbox: {host_addresses:?}");
     let udp = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
     udp.set_read_timeout(Some(Duration::from_millis(1500)))
         .unwrap();
     let udp_port = udp.local_addr().unwrap().port();
     let sandbox = sandbox(&root, &["allowed.test"], true);
-    let attempts = [
+    let mut attempts = vec![
         // Direct TCP to the host's loopback server: this loopback is the
         // namespace's own.
         format!("curl -sS --max-time 5 --noproxy '*' http://127.0.0.1:{port}/"),
@@ -262,12 +285,26 @@ async fn nothing_but_the_proxy_leaves_the_namespace() {
         // A raw socket.
         "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 80), 5)'".to_owned(),
     ];
+    for address in &host_addresses {
+        // Without the namespace each of these reaches the host.
+        attempts.push(format!(
+            "curl -sS --max-time 5 --noproxy '*' http://{address}:{wide_port}/"
+        ));
+        attempts.push(format!(
+            "python3 -c 'import socket; socket.create_connection((\"{address}\", {wide_port}), 5)'"
+        ));
+        if relay_port.is_some() {
+            attempts.push(format!(
+                "python3 -c 'import socket; socket.create_connection((\"{address}\", 3128), 5)'"
+            ));
+        }
+    }
     for attempt in &attempts {
         let (ok, text, _) = run(&sandbox, &root, attempt).await;
         assert!(!ok && !text.contains("hello"), "{attempt}: {text}");
     }
     // UDP to the host's socket, by loopback and by every address it has.
-    let targets = "127.0.0.1 $(hostname -I 2>/dev/null)";
+    let targets = format!("127.0.0.1 {}", host_addresses.join(" "));
     let script = format!(
         "for a in {targets}; do python3 -c 'import socket,sys; \
          socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b\"escaped\", (sys.argv[1], {udp_port}))' $a \
