@@ -10,8 +10,10 @@
 //!   host, bytes copied both ways (TLS stays end to end);
 //! - an absolute-form request (`GET http://host/path HTTP/1.1`, plain
 //!   HTTP): forwarded in origin form with `Connection: close` and the
-//!   URL's own `Host` (a client's other `Host` would ask a shared front
-//!   end for an unlisted site);
+//!   URL's own `Host`. This is hygiene, not a boundary: a tunnel to a
+//!   listed host carries whatever bytes the command sends, on any port,
+//!   so a shared front end can be asked for another site it serves
+//!   through `CONNECT` (README, "Not guaranteed").
 //! - anything else: `400`.
 //!
 //! Only hosts the [`DomainList`] allows are reached; the proxy resolves
