@@ -77,7 +77,15 @@ impl ChildSteps {
             }
         }
         let ruleset = if skip && self.relay.is_some() {
-            self.offline.take()
+            // Never the relay's ruleset outside the namespace; and with
+            // Landlock in use, never no ruleset at all.
+            match self.offline.take() {
+                Some(offline) => Some(offline),
+                None if self.ruleset.is_some() => {
+                    return Err(io::Error::from_raw_os_error(libc_eperm()));
+                }
+                None => None,
+            }
         } else {
             self.ruleset.take()
         };

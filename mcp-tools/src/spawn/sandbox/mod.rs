@@ -612,12 +612,18 @@ impl Sandbox {
         let abi = support.landlock_abi;
         let relay_port = relay.as_ref().map(|_| crate::net::proxy::PORT);
         let network = self.policy.network || abi < rules::NET_ABI;
+        // This command finds out whether namespaces work (only this system's
+        // support is learned; a given one is what a test simulates). Only
+        // such a first try can be spawned again without them, so only it
+        // needs the ruleset without the relay's port.
+        let first_try =
+            support.namespaces.is_ok() && self.support.is_none() && !support::namespaces_learned();
         let (ruleset, offline) = if abi >= rules::FS_ABI {
             (
                 Some(rules::ruleset(abi, &writable, network, relay_port)?),
                 match relay_port {
-                    Some(_) => Some(rules::ruleset(abi, &writable, network, None)?),
-                    None => None,
+                    Some(_) if first_try => Some(rules::ruleset(abi, &writable, network, None)?),
+                    _ => None,
                 },
             )
         } else {
@@ -636,10 +642,6 @@ impl Sandbox {
             command.env("TMPDIR", tmp.path());
         }
         let skip_protect = Arc::new(AtomicBool::new(false));
-        // This command finds out whether namespaces work (only this system's
-        // support is learned; a given one is what a test simulates).
-        let first_try =
-            protect.is_some() && self.support.is_none() && !support::namespaces_learned();
         command.first_try = first_try.then(|| FirstTry {
             skip_protect: skip_protect.clone(),
             sandbox: self.clone(),
