@@ -100,23 +100,41 @@ pub(super) fn split(relay: Option<(&super::relay::Relay, libc::c_int)>) -> io::R
     }
 }
 
-/// A: default signal handling, no descriptor but the pipe, no core dump;
-/// waits for `b` and ends as it ended.
+/// Every signal to its default action but those in `ignore`, which are
+/// ignored, and none blocked: what a process forked from the agent starts
+/// with is not its own.
+///
+/// # Safety
+/// Between fork and exec only (async-signal-safe calls on the stack).
 #[allow(unsafe_code)]
-unsafe fn wait_as(b: libc::pid_t, keep: libc::c_int) -> ! {
-    // SAFETY: system calls on stack memory only, as in `split`.
+pub(super) unsafe fn reset_signals(ignore: &[libc::c_int]) {
+    // SAFETY: system calls on stack memory only.
     unsafe {
         for sig in 1..libc::SIGRTMAX() {
             if sig == libc::SIGKILL || sig == libc::SIGSTOP {
                 continue;
             }
             let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = libc::SIG_DFL;
+            action.sa_sigaction = if ignore.contains(&sig) {
+                libc::SIG_IGN
+            } else {
+                libc::SIG_DFL
+            };
             libc::sigaction(sig, &action, std::ptr::null_mut());
         }
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut none);
         libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+    }
+}
+
+/// A: default signal handling, no descriptor but the pipe, no core dump;
+/// waits for `b` and ends as it ended.
+#[allow(unsafe_code)]
+unsafe fn wait_as(b: libc::pid_t, keep: libc::c_int) -> ! {
+    // SAFETY: system calls on stack memory only, as in `split`.
+    unsafe {
+        reset_signals(&[]);
         close_all_but(keep);
         let no_core = libc::rlimit {
             rlim_cur: 0,

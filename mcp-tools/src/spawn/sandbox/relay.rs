@@ -125,23 +125,9 @@ impl Relay {
                 0,
             );
             super::contain::close_all_but(listener);
-            for sig in 1..libc::SIGRTMAX() {
-                if sig == libc::SIGKILL || sig == libc::SIGSTOP {
-                    continue;
-                }
-                let mut action: libc::sigaction = std::mem::zeroed();
-                // Helpers are reaped by the kernel; a closed peer is an
-                // error, not a death.
-                action.sa_sigaction = if sig == libc::SIGCHLD || sig == libc::SIGPIPE {
-                    libc::SIG_IGN
-                } else {
-                    libc::SIG_DFL
-                };
-                libc::sigaction(sig, &action, std::ptr::null_mut());
-            }
-            let mut none: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut none);
-            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            // Helpers are reaped by the kernel; a closed peer is an error,
+            // not a death.
+            super::contain::reset_signals(&[libc::SIGCHLD, libc::SIGPIPE]);
             loop {
                 let client = libc::accept4(
                     listener,
