@@ -92,7 +92,8 @@ impl Resolve for SystemResolver {
 /// served until this is dropped (the connections in flight end with it).
 #[derive(Debug)]
 pub struct Proxy {
-    dir: tempfile::TempDir,
+    /// Held for its drop, which removes the socket with its directory.
+    _dir: tempfile::TempDir,
     socket: PathBuf,
     shared: Arc<Shared>,
     task: tokio::task::JoinHandle<()>,
@@ -157,7 +158,7 @@ impl Proxy {
             }
         });
         Ok(Proxy {
-            dir,
+            _dir: dir,
             socket,
             shared,
             task,
@@ -167,11 +168,6 @@ impl Proxy {
     /// The Unix socket the relay connects to.
     pub fn socket(&self) -> &Path {
         &self.socket
-    }
-
-    /// The private directory the socket is in.
-    pub fn dir(&self) -> &Path {
-        self.dir.path()
     }
 
     /// The hosts refused so far, each once, sorted.
@@ -193,11 +189,15 @@ struct Answer {
 }
 
 impl Answer {
-    fn bad(why: &str) -> Answer {
+    fn new(status: &'static str, why: &str) -> Answer {
         Answer {
-            status: "400 Bad Request",
+            status,
             body: format!("nanohermes sandbox proxy: {why}\n"),
         }
+    }
+
+    fn bad(why: &str) -> Answer {
+        Answer::new("400 Bad Request", why)
     }
 }
 
@@ -459,10 +459,7 @@ async fn connect(request: &Request, shared: &Shared) -> Result<TcpStream, Answer
 }
 
 fn bad_gateway(why: String) -> Answer {
-    Answer {
-        status: "502 Bad Gateway",
-        body: format!("nanohermes sandbox proxy: {why}\n"),
-    }
+    Answer::new("502 Bad Gateway", &why)
 }
 
 #[cfg(test)]
