@@ -142,8 +142,8 @@ pub(super) fn provider_connection(
         provider.base_url.clone(),
         settings.model.clone().unwrap_or(DEFAULT_MODEL.to_owned()),
     );
+    model.advice = provider_advice(provider, api_key.is_some());
     model.api_key = api_key;
-    model.advice = provider_advice(provider);
     model.wire = wire_api(provider.wire);
     model.query_params = provider.query_params.clone();
     model.http_headers = provider.http_headers.clone();
@@ -166,10 +166,10 @@ pub(super) fn provider_connection(
 /// built-in that reads one, else its table's `base_url` (a table of a
 /// built-in's name replaces the built-in, so that is where a fixed URL
 /// such as ollama's is changed too).
-fn provider_advice(provider: &sources::Provider) -> Advice {
+fn provider_advice(provider: &sources::Provider, api_key_set: bool) -> Advice {
     Advice {
         key: match &provider.env_key {
-            Some(var) => KeySource::Var(var.clone()),
+            Some(var) => key_source(var, api_key_set),
             None => KeySource::None {
                 provider: provider.id.clone(),
             },

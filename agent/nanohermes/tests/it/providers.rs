@@ -509,6 +509,8 @@ async fn the_prompt_cache_key_names_the_session_and_can_be_switched_off() {
     std::fs::write(home.join("config.toml"), table).unwrap();
     let out = nanohermes(&home, &workspace, &args, &env).await;
     assert_eq!(out.code, Some(0), "{}", out.stderr);
+    // Both servers were asked, so the loop below checks something.
+    assert!(!off.requests().is_empty() && !off_by_table.requests().is_empty());
     for request in off.requests().iter().chain(&off_by_table.requests()) {
         assert!(
             request.body.get("prompt_cache_key").is_none(),
